@@ -1,0 +1,48 @@
+# Thin wrappers: every target calls one tool. `make help` lists them.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= 1
+SUBMISSIONS ?= submitted
+
+.PHONY: help venv book serve test test-fast release lab grade bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)  ## create .venv and install everything (done by the other targets when needed)
+
+book: $(STAMP)  ## build the static site into _build/html (warnings are errors)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+serve:  ## serve _build/html on http://localhost:8000 for a look before publishing
+	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+
+test: $(STAMP)  ## run the whole test suite
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)  ## the test suite without the slow tests
+	$(BIN)/python -m pytest -m "not slow"
+
+release: $(STAMP)  ## regenerate notebooks/ from solutions/ (nbgrader generate_assignment)
+	$(BIN)/python -m autograder release
+
+lab: $(STAMP)  ## copy the labs into workspace/ (never overwriting your work) and open JupyterLab
+	$(BIN)/python -m autograder workspace workspace
+	$(BIN)/jupyter lab workspace
+
+grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS zip download); JOBS=N
+	$(BIN)/python -m autograder grade $(SUBMISSIONS) --jobs $(JOBS)
+
+bench: $(STAMP)  ## run the benchmarks (ratios against PyTorch's own modules)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:  ## remove build outputs (keeps .venv and grading data)
+	rm -rf _build .pytest_cache

@@ -1,0 +1,125 @@
+"""The encoder-decoder Transformer (chapter 8; Formal Algorithms, Algorithm 8).
+
+Shape letters: B batch, S source length, T target length, D d_model, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from autograder.reference.layers import Decoder, Encoder
+from autograder.reference.masks import decoder_self_attention_mask, padding_mask
+from autograder.reference.multihead import KVCache
+from autograder.reference.positional import sinusoidal_encoding
+
+
+@dataclass
+class TransformerConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 128           # width D of every token vector
+    num_heads: int = 4           # H; d_model must be divisible by it
+    num_layers: int = 2          # encoder layers = decoder layers
+    d_ff: int = 512              # inner width F of the position-wise FFN
+    dropout: float = 0.1         # on embeddings, attention weights and sublayer outputs
+    max_len: int = 256           # longest sequence the positional table covers
+    pad_id: int = 0              # token id of padding (never attended to, never scored)
+    tie_embeddings: bool = False # share the target embedding with the output projection
+    norm_first: bool = False     # pre-norm instead of the paper's post-norm
+    fused_attention: bool = False  # F.scaled_dot_product_attention instead of the hand-written math
+
+
+class Embeddings(nn.Module):
+    """Token lookup scaled by sqrt(D) (Vaswani et al., section 3.4); positions are added later.
+
+    Shape: ``(B, L)`` integer ids -> ``(B, L, D)``.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.embedding = nn.Embedding(vocab_size, d_model)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return self.embedding(tokens) * math.sqrt(self.d_model)
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps: every layer's keys and values,
+    and the tokens fed so far (for the target padding mask and the positions)."""
+
+    layers: list[dict[str, KVCache]]
+    tokens: Tensor | None = None  # (B, t)
+
+    @classmethod
+    def empty(cls, num_layers: int) -> "DecoderCache":
+        return cls([{"self": KVCache(static=False), "cross": KVCache(static=True)} for _ in range(num_layers)])
+
+
+class EncoderDecoder(nn.Module):
+    """The Transformer of Vaswani et al.: embeddings + positions, encoder, decoder, unembedding.
+
+    Example:
+        >>> cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, dropout=0.0)
+        >>> model = EncoderDecoder(cfg)
+        >>> model(torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5))).shape
+        torch.Size([2, 5, 20])
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.src_embed = Embeddings(c.src_vocab_size, c.d_model)
+        self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+        stack = (c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.fused_attention)
+        self.encoder = Encoder(*stack)
+        self.decoder = Decoder(*stack)
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        if c.tie_embeddings:
+            self.generator.weight = self.tgt_embed.embedding.weight
+
+    def _positions(self, x: Tensor, start: int = 0) -> Tensor:
+        end = start + x.size(1)
+        if end > self.config.max_len:
+            raise ValueError(f"sequence of length {end} is longer than max_len={self.config.max_len}")
+        return self.dropout(x + self.pe[start:end].to(x.dtype))
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """``(B, S)`` ids -> ``(memory (B, S, D), src_mask (B, 1, 1, S))``."""
+        src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        return self.encoder(self._positions(self.src_embed(src)), src_mask), src_mask
+
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """``(B, T)`` ids -> logits ``(B, T, V)``.
+
+        With a ``cache`` (greedy decoding), ``tgt_in`` holds only the new tokens; the
+        keys and values of earlier ones come from the cache.
+        """
+        start = 0
+        tokens = tgt_in
+        if cache is not None:
+            if cache.tokens is not None:
+                start = cache.tokens.size(1)
+                tokens = torch.cat([cache.tokens, tgt_in], dim=1)  # (B, t + T)
+            cache.tokens = tokens
+        tgt_mask = decoder_self_attention_mask(tokens, self.config.pad_id)[:, :, start:, :]
+        y = self._positions(self.tgt_embed(tgt_in), start)  # (B, T, D)
+        y = self.decoder(y, memory, tgt_mask, src_mask, None if cache is None else cache.layers)
+        return self.generator(y)  # (B, T, V)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: ``src (B, S)``, ``tgt_in (B, T)`` (BOS ...) -> logits ``(B, T, V)``."""
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt_in, memory, src_mask)
