@@ -22,7 +22,9 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id
     vocab = logits.size(-1)
     if vocab < 3:
         raise ValueError(f"label smoothing needs a vocabulary of at least 3 tokens, got {vocab}")
-    logp = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
+    if logits.dtype in (torch.float16, torch.bfloat16):  # autocast: take the log-softmax in float32
+        logits = logits.float()
+    logp = F.log_softmax(logits, dim=-1)  # (B, T, V)
     off = smoothing / (vocab - 2)
     true_logp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
     others = logp.sum(-1) - true_logp - logp[..., pad_id]  # (B, T): every token but true and pad
