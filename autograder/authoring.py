@@ -59,7 +59,7 @@ def code(grade_id: str, source: str) -> nbformat.NotebookNode:
 
 def free(grade_id: str, source: str) -> nbformat.NotebookNode:
     """An ungraded code cell the student may edit freely (a plot of their own, say)."""
-    return new_code_cell(source.strip("\n"), metadata=_meta(grade_id, solution=True, locked=False))
+    return new_code_cell(source.strip("\n"), metadata=_meta(grade_id, locked=False))
 
 
 def solution(grade_id: str, source: str) -> nbformat.NotebookNode:

@@ -129,14 +129,7 @@ def _close(found: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
 
 def _matching_mistake(found: Tensor, mistakes: Mapping[str, Callable[[], Any] | Any] | None,
                       atol: float, rtol: float) -> str | None:
-    for name, wrong in (mistakes or {}).items():
-        try:
-            value = wrong() if callable(wrong) else wrong
-        except Exception:  # noqa: BLE001 - a variant that cannot be computed matches nothing
-            continue
-        if isinstance(value, Tensor) and _close(found, value, atol, rtol):
-            return name
-    return None
+    return next((name for name, value in _evaluated(mistakes).items() if _close(found, value, atol, rtol)), None)
 
 
 def expect_close(
@@ -147,8 +140,9 @@ def expect_close(
     """Shape, dtype, device, NaN, then values; on a difference, name the known mistake
     (a ``{name: wrong output or function giving it}`` entry) that the candidate matches."""
     __tracebackhide__ = True
-    found = expect_shape(what, found, expected.shape,
-                         {name: v.shape for name, v in _evaluated(mistakes).items()})
+    found = expect_tensor(what, found)
+    if tuple(found.shape) != tuple(expected.shape):  # the wrong variants are computed only on failure
+        expect_shape(what, found, expected.shape, {name: v.shape for name, v in _evaluated(mistakes).items()})
     if check_dtype and found.dtype != expected.dtype:
         fail(what, f"dtype {expected.dtype}", f"dtype {found.dtype}",
              hint="keep the dtype of the inputs: do not create float32 tensors "
@@ -175,10 +169,13 @@ def expect_close(
 
 
 def _evaluated(mistakes: Mapping[str, Callable[[], Any] | Any] | None) -> dict[str, Tensor]:
+    """The wrong variants' outputs, computed without autograd (a variant that needs a
+    backward pass enables it itself); a variant that cannot be computed matches nothing."""
     out = {}
     for name, wrong in (mistakes or {}).items():
         try:
-            value = wrong() if callable(wrong) else wrong
+            with torch.no_grad():
+                value = wrong() if callable(wrong) else wrong
         except Exception:  # noqa: BLE001
             continue
         if isinstance(value, Tensor):
@@ -202,7 +199,7 @@ def expect_equal(what: str, found: Any, expected: Any, mistakes: Mapping[str, An
                  f"{found.tolist()}" if found.numel() <= 64 else f"a difference at index {where}",
                  mistake, hint)
         return found
-    if type(found) is bool and type(expected) is not bool or found != expected:
+    if (type(found) is bool) != (type(expected) is bool) or found != expected:
         mistake = next((n for n, v in (mistakes or {}).items() if v == found), None)
         fail(what, repr(expected), repr(found), mistake, hint)
     return found
@@ -307,6 +304,12 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
         patches.append((owner, name, own, owner.__dict__[name] if own else None))
         setattr(owner, name, value)
 
+    for path in targets:  # a candidate that *is* a forbidden object is refused before it runs
+        obj = _resolve(path)[2]
+        if _same(candidate, obj):
+            whose = ("the course's reference implementation" if path.startswith("autograder.")
+                     else "PyTorch's own version of what this exercise asks you to build")
+            raise ForbiddenCall(f"your answer is `{path}` itself, {whose}. {instead}")
     blocked_classes: list[type] = []
     expanded: list[str] = []
     for path in targets:

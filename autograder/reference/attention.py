@@ -20,12 +20,13 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     but keeps ``exp`` from overflowing for large inputs. A slice that is all ``-inf``
     (a fully masked row) gives zeros, not NaN.
     """
-    x_max = x.amax(dim=dim, keepdim=True)
+    # The shift cancels in the ratio, so no gradient flows through it: detach it.
+    x_max = x.detach().amax(dim=dim, keepdim=True)
     # An all -inf slice has max -inf and -inf - (-inf) = NaN: shift such slices by 0.
-    x_max = torch.where(torch.isfinite(x_max), x_max, torch.zeros_like(x_max))
+    x_max = x_max.masked_fill(x_max == float("-inf"), 0.0)
     e = torch.exp(x - x_max)
-    total = e.sum(dim=dim, keepdim=True)
-    return e / torch.where(total > 0, total, torch.ones_like(total))
+    # An all -inf slice sums to 0: dividing by the smallest positive number keeps its zeros.
+    return e / e.sum(dim=dim, keepdim=True).clamp_min(torch.finfo(e.dtype).tiny)
 
 
 def scaled_dot_product_attention(

@@ -77,6 +77,16 @@ class MultiHeadAttention(nn.Module):
         self, query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
         kv_cache: KVCache | None = None,
     ) -> Tensor:
+        if self.fused and kv_cache is None and query is key and key is value:
+            # Self-attention: one matrix product for Q, K and V, as nn.MultiheadAttention does.
+            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
+            bias = None if self.q_proj.bias is None else torch.cat(
+                [self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+            q, k, v = (split_heads(t, self.num_heads) for t in F.linear(query, weight, bias).chunk(3, dim=-1))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                                 dropout_p=self.dropout if self.training else 0.0)
+            self.attn_weights = None
+            return self.out_proj(merge_heads(out))  # (B, Lq, D)
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Lq, Dh)
         if kv_cache is not None and kv_cache.static and kv_cache.k is not None:
             k, v = kv_cache.k, kv_cache.v

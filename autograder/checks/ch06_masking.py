@@ -1,0 +1,303 @@
+"""Checks for lab 06-masking (chapter 6).
+
+Shape letters: B batch, H heads, L length, T target length, Lq query length,
+Lk key length, D d_model, Dh size of one head. Masks are boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from autograder import reference
+from autograder.checks.core import (
+    call, check, describe, expect_close, expect_equal, expect_shape, fail, forbidden, generator, random_tensor,
+)
+from autograder.reference.leaks import leaks_future as _reference_leaks_future
+
+_BOOL_HINT = ("masks are boolean, True = may attend: a comparison such as `tokens != pad_id` or "
+              "`torch.ones(..., dtype=torch.bool)` is already boolean; do not convert it with "
+              ".int(), .long() or .float(), and do not build a float mask of 0 and -inf.")
+
+
+def _tokens(seed: int, batch: int, length: int, pad_id: int, fully_padded_row: bool) -> Tensor:
+    """Ids in 0..9 with right padding of random lengths (row 0 unpadded, the last row
+    all padding when asked); real tokens may equal 0 when pad_id is not 0."""
+    g = generator(seed)
+    tokens = torch.randint(0, 10, (batch, length), generator=g)
+    tokens[tokens == pad_id] = (pad_id + 1) % 10
+    lengths = torch.randint(1, length + 1, (batch,), generator=g)
+    lengths[0] = length
+    if fully_padded_row and batch > 1:
+        lengths[-1] = 0
+    tokens[torch.arange(length)[None, :] >= lengths[:, None]] = pad_id
+    return tokens  # (B, L)
+
+
+def _token_cases(seed: int) -> list[tuple[Tensor, int]]:
+    g = generator(seed + 1000)
+    b, length = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(1, 12, (1,), generator=g))
+    return [
+        (_tokens(seed, 3, 6, 0, True), 0),
+        (_tokens(seed + 1, 4, 5, 3, False), 3),
+        (_tokens(seed + 2, 2, 1, 0, True), 0),
+        (torch.tensor([[0, 0, 0]]), 0),
+        (_tokens(seed + 3, b, length, 1, seed % 2 == 1), 1),
+    ]
+
+
+@check
+def check_padding_mask(padding_mask, seed: int = 0) -> None:
+    """Compare ``padding_mask(tokens, pad_id)`` with the reference: shape (B, 1, 1, L),
+    dtype bool, True on real tokens; pad ids other than 0, a fully padded row, length 1."""
+    for tokens, pad_id in _token_cases(seed):
+        b, length = tokens.shape
+        what = f"padding_mask(tokens, pad_id={pad_id}) for tokens {tokens.tolist()}"
+        expected = reference.padding_mask(tokens, pad_id)
+        with forbidden(padding_mask, ["autograder.reference.padding_mask"],
+                       "Compare the tokens with pad_id and add the broadcast axes yourself."):
+            found = call(padding_mask, tokens.clone(), pad_id, what=what)
+        expect_shape(what, found, (b, 1, 1, length), mistakes={
+            "(B, L): add the two broadcast axes, (B, 1, 1, L), so the mask broadcasts over heads and queries":
+                (b, length),
+            "(B, 1, L): one axis short of (B, 1, 1, L)": (b, 1, length),
+            "(B, 1, L, 1): a padding mask runs along the keys (the last axis), not the queries":
+                (b, 1, length, 1),
+        })
+        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
+            "polarity inverted: True marks padding, but True must mean 'may attend'": ~expected,
+            "the mask compares with 0 instead of pad_id": (tokens != 0)[:, None, None, :],
+        })
+
+
+@check
+def check_causal_mask(causal_mask, seed: int = 0) -> None:
+    """Compare ``causal_mask(length)`` with the reference: shape (L, L), dtype bool, True
+    on and below the diagonal; lengths 1, 2, 5 and a seeded one."""
+    g = generator(seed)
+    for length in (5, 2, int(torch.randint(3, 65, (1,), generator=g)), 1):  # 1 last: every mistake looks alike there
+        what = f"causal_mask({length})"
+        expected = reference.causal_mask(length)
+        with forbidden(causal_mask, ["autograder.reference.causal_mask",
+                                     "torch.nn.Transformer.generate_square_subsequent_mask",
+                                     "torch.nn.modules.transformer._generate_square_subsequent_mask"],
+                       "Build the lower triangle yourself (torch.ones and torch.tril, or a comparison "
+                       "of two aranges)."):
+            found = call(causal_mask, length, what=what)
+        expect_shape(what, found, (length, length))
+        ones = torch.ones(length, length, dtype=torch.bool)
+        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
+            "polarity inverted: True marks the future, but True must mean 'may attend'": ~expected,
+            "diagonal blocked: a position must be able to attend to itself (j <= i, not j < i)": ones.tril(-1),
+            "transposed (upper triangle): rows are queries, so row i may attend to columns j <= i": ones.triu(),
+        })
+
+
+@check
+def check_decoder_self_attention_mask(decoder_self_attention_mask, seed: int = 0) -> None:
+    """Compare ``decoder_self_attention_mask(tgt, pad_id)`` with the reference: shape
+    (B, 1, T, T), dtype bool, causal AND key padding; fully padded rows, T = 1."""
+    for tgt, pad_id in _token_cases(seed + 7):
+        b, t = tgt.shape
+        what = f"decoder_self_attention_mask(tgt, pad_id={pad_id}) for tgt {tgt.tolist()}"
+        expected = reference.decoder_self_attention_mask(tgt, pad_id)
+        with forbidden(decoder_self_attention_mask, ["autograder.reference.decoder_self_attention_mask"],
+                       "Combine a padding mask and a causal mask yourself (you may call your own "
+                       "padding_mask and causal_mask, or the reference's)."):
+            found = call(decoder_self_attention_mask, tgt.clone(), pad_id, what=what)
+        expect_shape(what, found, (b, 1, t, t), mistakes={
+            "(T, T): the causal mask alone, without the target padding": (t, t),
+            "(B, T, T): keep the head axis, (B, 1, T, T)": (b, t, t),
+        })
+        pad = reference.padding_mask(tgt, pad_id)  # (B, 1, 1, T)
+        causal = reference.causal_mask(t)  # (T, T)
+        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
+            "target padding ignored (the causal mask alone)": causal.expand(b, 1, t, t),
+            "causal mask missing (the padding mask alone)": pad.expand(b, 1, t, t),
+            "padding OR causal: a position must pass both masks (AND)": pad | causal,
+            "padding applied to the queries (rows) instead of the keys (columns)":
+                pad.transpose(-2, -1) & causal,
+            "diagonal blocked in the causal part": pad & causal.tril(-1),
+            "polarity inverted: True must mean 'may attend'": ~expected,
+        })
+
+
+# ----------------------------------------------------------------------------- masked attention
+
+
+def _wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, kind: str) -> tuple[Tensor, Tensor]:
+    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
+    if kind != "no scale":
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is None:
+        w = torch.softmax(scores, -1)
+    elif kind == "after":
+        w = torch.softmax(scores, -1) * mask
+    elif kind == "finite":
+        w = torch.softmax(scores.masked_fill(~mask, -1e4), -1)
+    elif kind == "nan":
+        w = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    elif kind == "inverted":
+        w = reference.softmax(scores.masked_fill(mask, float("-inf")), -1)
+    else:  # no scale
+        w = reference.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    return w @ v, w
+
+
+_ATTENTION_MISTAKES = {
+    "mask applied after the softmax: masked weights were zeroed but the rest no longer sum to 1; "
+    "fill the masked scores with -inf BEFORE the softmax": "after",
+    "masked scores filled with a finite value such as -1e4 instead of -inf: masked keys still get "
+    "weight (a fully masked row averages every value, and large scores leak)": "finite",
+    "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero "
+    "output": "nan",
+    "mask polarity inverted: True means 'may attend'": "inverted",
+    "scores not divided by sqrt(Dh)": "no scale",
+}
+
+
+def _attention_cases(seed: int) -> list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]]:
+    g = generator(seed)
+    cases = []
+    q, k, v = (random_tensor((2, 2, 5, 4), seed * 10 + i) for i in range(3))
+    cases.append(("causal mask (5, 5), q k v (2, 2, 5, 4)", q, k, v, reference.causal_mask(5)))
+    tokens = torch.tensor([[4, 2, 7, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
+    q, k, v = (random_tensor(s, seed * 10 + 3 + i) for i, s in enumerate([(2, 1, 4, 8), (2, 1, 6, 8), (2, 1, 6, 3)]))
+    cases.append(("padding mask (2, 1, 1, 6) with a fully padded sequence, q (2, 1, 4, 8), k (2, 1, 6, 8)",
+                  q, k, v, reference.padding_mask(tokens, 0)))
+    tgt = torch.tensor([[0, 5, 6, 0], [3, 0, 0, 0], [1, 2, 3, 4]])
+    q, k, v = (random_tensor((3, 2, 4, 6), seed * 10 + 6 + i, torch.float64) for i in range(3))
+    cases.append(("decoder mask (3, 1, 4, 4) whose first row is fully masked, float64",
+                  q, k, v, reference.decoder_self_attention_mask(tgt, 0)))
+    mask = torch.rand(4, 5, generator=g) > 0.4  # (Lq, Lk)
+    mask[1] = False
+    q, k, v = (random_tensor(s, seed * 10 + 9 + i) for i, s in enumerate([(3, 4, 8), (3, 5, 8), (3, 5, 8)]))
+    cases.append(("a random (4, 5) mask with row 1 fully masked, q (3, 4, 8) without a head axis",
+                  q, k, v, mask))
+    # Large scores: every allowed score is about -2e4, far below a -1e4 fill.
+    q = torch.full((1, 1, 3, 4), 100.0)
+    k = -100.0 * (1 + random_tensor((1, 1, 4, 4), seed + 50).abs() * 0.01)
+    v = random_tensor((1, 1, 4, 2), seed + 51)
+    cases.append(("large scores (about -2e4), causal mask (3, 4)", q, k, v, torch.ones(3, 4, dtype=torch.bool).tril()))
+    q, k, v = (random_tensor((1, 3, 2), seed * 10 + 60 + i) for i in range(3))
+    cases.append(("no mask (attn_mask=None), length 3", q, k, v, None))
+    q, k, v = (random_tensor((2, 1, 1, 3), seed * 10 + 70 + i) for i in range(3))
+    cases.append(("length 1, mask [[True]]", q, k, v, torch.ones(1, 1, dtype=torch.bool)))
+    return cases
+
+
+@check
+def check_masked_attention(masked_attention, seed: int = 0) -> None:
+    """Compare ``masked_attention(q, k, v, attn_mask)`` -> ``(output, weights)`` with the
+    reference: causal, padding and decoder masks, fully masked rows (zero weights and zero
+    output, no NaN), large scores (where a -1e4 fill leaks), no mask, float64."""
+    instead = ("Compute the scores, fill the masked ones with -inf before torch.softmax, and give "
+               "fully masked rows zero weights yourself.")
+    targets = ["torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention.forward",
+               "torch.nn.functional.multi_head_attention_forward",
+               "autograder.reference.scaled_dot_product_attention", "autograder.reference.self_attention",
+               "autograder.reference.softmax", "autograder.reference.MultiHeadAttention"]
+    for label, q, k, v, mask in _attention_cases(seed):
+        what = f"masked_attention(q, k, v, attn_mask) with {label} (seed {seed})"
+        expected_out, expected_w = reference.scaled_dot_product_attention(q, k, v, mask)
+        with forbidden(masked_attention, targets, instead):
+            found = call(masked_attention, q.clone(), k.clone(), v.clone(),
+                         None if mask is None else mask.clone(), what=what)
+        if not (isinstance(found, tuple) and len(found) == 2):
+            fail(what, "a tuple (output, weights)", describe(found))
+        for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
+                                                         ("output", found[0], expected_out, 0)):
+            expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes={
+                name: (lambda kind=kind, index=index: _wrong_attention(q, k, v, mask, kind)[index])
+                for name, kind in _ATTENTION_MISTAKES.items()
+            })
+
+
+# ----------------------------------------------------------------------------- the leak test
+
+def _layers(d: int, seed: int) -> list[tuple[str, Callable[[Tensor], Tensor]]]:
+    g = generator(seed)
+    w_q, w_k, w_v = (torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(3))
+    w_1, w_2 = torch.randn(d, 2 * d, generator=g) / math.sqrt(d), torch.randn(2 * d, d, generator=g) / math.sqrt(d)
+
+    def need(x: Tensor) -> None:
+        if x.dim() != 3 or x.size(-1) != d:
+            raise ValueError(f"this layer takes x of shape (B, L, {d}), got {tuple(x.shape)}")
+
+    def causal_attention(x: Tensor) -> Tensor:
+        need(x)
+        mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        return reference.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask)[0]
+
+    def full_attention(x: Tensor) -> Tensor:
+        need(x)
+        return reference.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)[0]
+
+    def mlp(x: Tensor) -> Tensor:
+        need(x)
+        return torch.relu(x @ w_1) @ w_2
+
+    def cumsum(x: Tensor) -> Tensor:
+        need(x)
+        return x.cumsum(1)
+
+    def leak_at_last(x: Tensor) -> Tensor:
+        need(x)
+        y = x.clone()
+        y[:, -2] = y[:, -2] + x[:, -1]
+        return y
+
+    def leak_at_first(x: Tensor) -> Tensor:
+        need(x)
+        y = x.clone()
+        y[:, 0] = y[:, 0] + x[:, 1]
+        return y
+
+    def backward_only(x: Tensor) -> Tensor:
+        need(x)
+        return x + torch.cat([torch.zeros_like(x[:, :1]), x[:, :-1]], dim=1)
+
+    def tiny_leak(x: Tensor) -> Tensor:
+        need(x)
+        return causal_attention(x) + 1e-3 * x.mean(1, keepdim=True)
+
+    return [
+        ("causally masked self-attention", causal_attention),
+        ("self-attention without a mask", full_attention),
+        ("a position-wise MLP", mlp),
+        ("a cumulative sum over positions, y[t] = x[0] + ... + x[t]", cumsum),
+        ("a layer whose only leak is y[L-2] += x[L-1] (found only at the split point t = L-2)", leak_at_last),
+        ("a layer whose only leak is y[0] += x[1] (found only at the split point t = 0)", leak_at_first),
+        ("a layer that looks backward only, y[t] = x[t] + x[t-1]", backward_only),
+        ("causal attention plus 0.001 times the mean over all positions (a small leak)", tiny_leak),
+    ]
+
+
+@check
+def check_leaks_future(leaks_future, seed: int = 0) -> None:
+    """Run ``leaks_future(layer, d_model, length=...)`` on layers that leak and layers that
+    do not: causal attention, full attention, a position-wise MLP, a cumulative sum, layers
+    that leak at one split point only, a backward-looking layer, a small leak."""
+    for d, length in ((6, 8), (4, 5 + seed % 4)):
+        for label, layer in _layers(d, seed * 10 + d):
+            what = f"leaks_future(layer, d_model={d}, length={length}) for {label} (seed {seed})"
+            expected = _reference_leaks_future(layer, d, length=length)
+            with forbidden(leaks_future, ["autograder.reference.leaks.leaks_future"],
+                           "Perturb the inputs yourself and compare the outputs."):
+                found = call(leaks_future, layer, d, length=length, what=what)
+            if isinstance(found, Tensor) and found.numel() == 1 and found.dtype == torch.bool:
+                found = bool(found)
+            if not isinstance(found, bool):
+                fail(what, "a bool (True or False)", describe(found),
+                     hint="return a Python bool: bool(...) of a comparison.")
+            hint = None
+            if found != expected:
+                hint = ("a layer that does not leak was reported as leaking: change only positions AFTER t "
+                        "and compare only outputs at positions 0..t, with a tolerance for round-off."
+                        if not expected else
+                        "this leak was missed: try EVERY split point t in 0..L-2 (change the inputs after t, "
+                        "compare the outputs up to t), and count any change above about 1e-6 as a leak.")
+            expect_equal(what, found, expected, hint=hint)

@@ -1,0 +1,75 @@
+"""``python -m autograder COMMAND``: the course's command-line entry points (thin: the work
+is done in autograder.grading).
+
+    release [LAB ...]      regenerate notebooks/LAB from solutions/LAB (nbgrader generate_assignment)
+    workspace DIR          copy notebooks/ into DIR, never overwriting a file already there
+    grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", type=Path, default=None,
+                        help="the course root (default: the nearest folder up from here with nbgrader_config.py)")
+    sub = parser.add_subparsers(dest="command", required=True, help="what to do (each has its own --help)")
+
+    release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
+    release.add_argument("labs", nargs="*", metavar="LAB", help="labs to release, such as 02-self-attention (default: all)")
+
+    workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
+    workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
+
+    grade = sub.add_parser("grade", help="autograde submissions, generate feedback, write grades.csv, print a summary")
+    grade.add_argument("submissions", type=Path, nargs="?", default=Path("submitted"),
+                       help="a folder STUDENT/LAB/LAB.ipynb (or STUDENT/LAB.ipynb), or an LMS zip download "
+                            "with files named STUDENT_..._LAB.ipynb (default: submitted)")
+    grade.add_argument("--jobs", "-j", type=int, default=1, help="notebooks graded at once (default: 1)")
+    grade.add_argument("--db", default=None,
+                       help="gradebook SQLAlchemy URL, such as postgresql://user@host/db (default: ROOT/gradebook.db)")
+    grade.add_argument("--student", action="append", default=None, metavar="ID",
+                       help="grade only this student (repeat for several)")
+    grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
+    grade.add_argument("--timeout", type=int, default=None,
+                       help="seconds a cell may run before it is interrupted (default: nbgrader_config.py, 10)")
+    grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a grading kernel in MiB")
+    grade.add_argument("--job-timeout", type=int, default=600,
+                       help="seconds one student's lab may take in all before it is stopped (default: 600)")
+    grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")
+    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from autograder.grading import course
+
+    root = course.find_root(args.course)
+    if args.command == "release":
+        for path in course.release(root, args.labs):
+            print(f"released {path.relative_to(root)}")
+        return 0
+    if args.command == "workspace":
+        report = course.workspace(root, args.dir)
+        print(f"copied into {args.dir}: {', '.join(report.copied) or 'nothing new'}")
+        if report.kept:
+            print(f"kept (already there, yours): {', '.join(report.kept)}")
+        return 0
+    from autograder.grading import pipeline
+
+    source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
+    if not source.exists():
+        print(f"no submissions at {source}", file=sys.stderr)
+        return 2
+    options = pipeline.Options(jobs=args.jobs, db_url=args.db, students=args.student, labs=args.lab,
+                               timeout=args.timeout, memory_mb=args.memory_mb, job_timeout=args.job_timeout,
+                               csv_path=args.csv, progress=not args.no_progress)
+    outcomes = pipeline.grade(root, source, options)
+    print(pipeline.summary(outcomes))
+    print(f"grades written to {options.csv_path or root / 'grades.csv'}")
+    return 0

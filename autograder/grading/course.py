@@ -1,0 +1,99 @@
+"""The course folder: its labs, ``release`` (solutions/ -> notebooks/) and ``workspace``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The course root: the nearest folder, from ``start`` up, holding nbgrader_config.py."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "solutions").is_dir():
+            return folder
+    raise FileNotFoundError(f"no course (nbgrader_config.py beside solutions/) at or above {here}")
+
+
+def labs(root: Path) -> list[str]:
+    """Every lab of the course: the ``NN-slug`` folders of solutions/ holding ``NN-slug.ipynb``."""
+    return sorted(p.name for p in (root / "solutions").iterdir()
+                  if LAB_NAME.match(p.name) and (p / f"{p.name}.ipynb").is_file())
+
+
+def tool_env(**extra: str) -> dict[str, str]:
+    """The environment for nbgrader subprocesses: this Python's scripts first on PATH
+    (nbgrader calls ``alembic`` by name), one thread per kernel."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("MKL_NUM_THREADS", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in the course root (so its nbgrader_config.py applies)."""
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=tool_env(),
+                          capture_output=True, text=True, **kwargs)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def generate(root: Path, lab: str, release_dir: str | Path | None = None, db_url: str | None = None) -> None:
+    """nbgrader generate_assignment for one lab; it also records the lab's cells in the gradebook.
+    ``release_dir`` (absolute) writes the release elsewhere, leaving notebooks/ alone."""
+    args = ["generate_assignment", lab, "--force"]
+    if release_dir is not None:
+        args.append(f"--CourseDirectory.release_directory={Path(release_dir).resolve()}")
+    if db_url is not None:
+        args.append(f"--CourseDirectory.db_url={db_url}")
+    nbgrader(root, *args)
+
+
+def release(root: Path, names: list[str] | None = None) -> list[Path]:
+    """Regenerate ``notebooks/LAB`` from ``solutions/LAB`` for every lab (or ``names``).
+    A rerun writes the same bytes."""
+    known = labs(root)
+    names = list(names) if names else known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"no such lab in solutions/: {', '.join(unknown)} (labs: {', '.join(known)})")
+    out = []
+    for name in names:
+        generate(root, name)
+        out.append(root / "notebooks" / name)
+    return out
+
+
+@dataclass
+class WorkspaceReport:
+    copied: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+def workspace(root: Path, target: Path) -> WorkspaceReport:
+    """Copy notebooks/ into ``target`` file by file, never overwriting a file already there."""
+    report = WorkspaceReport()
+    source = root / "notebooks"
+    for path in sorted(source.rglob("*")):
+        if not path.is_file() or ".ipynb_checkpoints" in path.parts:
+            continue
+        rel = path.relative_to(source)
+        dest = Path(target) / rel
+        if dest.exists():
+            report.kept.append(str(rel))
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+        report.copied.append(str(rel))
+    return report

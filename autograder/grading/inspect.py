@@ -1,0 +1,88 @@
+"""What a submission looks like before and after grading, in words an instructor can act on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+# A student cell that rebinds or patches a check function.
+_PATCHES_CHECKS = re.compile(
+    r"^\s*(?:[\w.]*\.)?check_\w+\s*=[^=]|setattr\(\s*[\w.]*checks\b|\bautograder\.checks\b[\w.]*\s*=[^=]",
+    re.MULTILINE)
+
+
+@dataclass
+class Inspection:
+    notebook: Path | None  # the file to grade, under its expected name (None: nothing to grade)
+    problem: str | None = None  # why it cannot be graded at all
+    notes: list[str] = field(default_factory=list)
+
+
+def _graded_cells(nb) -> dict[str, str]:
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+
+
+def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspection:
+    """Find the notebook of ``lab`` in a student's ``folder`` (a renamed one is copied back
+    to ``LAB.ipynb``) and compare its test cells with the released notebook ``release``."""
+    expected = folder / f"{lab}.ipynb"
+    notes: list[str] = []
+    if not expected.is_file():
+        others = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
+        if len(others) != 1:
+            found = ", ".join(p.name for p in others) or "no notebook"
+            return Inspection(None, f"no {lab}.ipynb in the submission (found {found}); scored 0")
+        expected.write_bytes(others[0].read_bytes())
+        notes.append(f"notebook renamed to {others[0].name}: graded as {lab}.ipynb")
+    try:
+        nb = nbformat.read(str(expected), as_version=4)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is reported, not crashed on
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
+    if release is not None and release.is_file():
+        wanted = _graded_cells(nbformat.read(str(release), as_version=4))
+        found = _graded_cells(nb)
+        for grade_id, source in wanted.items():
+            if grade_id not in found:
+                notes.append(f"test cell {grade_id} was deleted: added back and scored")
+            elif found[grade_id].strip() != source.strip():
+                notes.append(f"test cell {grade_id} was edited: restored from the source and scored")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade") \
+                and _PATCHES_CHECKS.search(cell.source):
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            name = f"cell {grade_id}" if grade_id else "a cell the student added"
+            notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
+    return Inspection(expected, None, notes)
+
+
+def after_grading(autograded: Path) -> list[str]:
+    """Notes from the autograded notebook: timeouts, memory errors, a kernel that died."""
+    if not autograded.is_file():
+        return []
+    nb = nbformat.read(str(autograded), as_version=4)
+    notes = []
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        name = f"cell {grade_id}" if grade_id else "a cell the student added"
+        outputs = cell.get("outputs", [])
+        printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        if cell.metadata.get("nbgrader", {}).get("grade") and " passed." in printed and errors \
+                and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall"):
+            notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
+                         "(hard-coded outputs?)")
+        for out in outputs:
+            if out.get("output_type") != "error":
+                continue
+            if out.get("ename") == "CellTimeoutError":
+                notes.append(f"{name} ran past the time limit: interrupted, the rest was graded")
+            elif out.get("ename") == "MemoryError":
+                notes.append(f"{name} ran out of memory (MemoryError under the kernel's limit)")
+            elif out.get("ename") == "DeadKernelError":
+                notes.append(f"the kernel died in {name}")
+    return notes

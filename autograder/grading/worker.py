@@ -1,0 +1,211 @@
+"""One nbgrader run (autograde, then generate_feedback) for one student and one lab, in its
+own process, the gradebook behind an inter-process lock.
+
+Run by the pipeline as ``python -m autograder.grading.worker``: it reads one job (JSON) a
+line on stdin and answers one JSON line on stdout, so nbgrader is imported once a worker.
+Every ``nbgrader.api.Gradebook`` opened in this process holds an exclusive ``flock`` on the
+lock file from its creation until it is closed, so parallel workers take turns at the
+gradebook (short transactions) while their kernels run side by side. SQLite then never sees
+two writers; PostgreSQL would cope anyway, and the lock costs it nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from autograder.grading.course import tool_env
+
+
+def lock_gradebook(lock_path: str):
+    """Patch nbgrader's Gradebook so that each instance holds ``lock_path`` while open;
+    returns a function that undoes the patch."""
+    from nbgrader import api
+
+    state = {"depth": 0, "fd": None}
+    guard = threading.RLock()
+    original_init, original_close = api.Gradebook.__init__, api.Gradebook.close
+
+    def acquire() -> None:
+        with guard:
+            if state["depth"] == 0:
+                state["fd"] = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(state["fd"], fcntl.LOCK_EX)
+            state["depth"] += 1
+
+    def release() -> None:
+        with guard:
+            state["depth"] -= 1
+            if state["depth"] == 0:
+                fcntl.flock(state["fd"], fcntl.LOCK_UN)
+                os.close(state["fd"])
+
+    def init(self, *args, **kwargs):
+        acquire()
+        self._autograder_locked = True
+        try:
+            original_init(self, *args, **kwargs)
+        except BaseException:
+            self._autograder_locked = False
+            release()
+            raise
+
+    def close(self):
+        try:
+            original_close(self)
+        finally:
+            if getattr(self, "_autograder_locked", False):
+                self._autograder_locked = False
+                release()
+
+    api.Gradebook.__init__, api.Gradebook.close = init, close
+
+    def undo() -> None:
+        api.Gradebook.__init__, api.Gradebook.close = original_init, original_close
+
+    return undo
+
+
+def load_config(root: Path, overrides: dict):
+    from traitlets.config import Config, PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    extra = Config()
+    for key, value in overrides.items():
+        section, name = key.split(".", 1)
+        extra[section][name] = value
+    config.merge(extra)
+    return config
+
+
+def run(job: dict) -> dict:
+    """Autograde ``job['lab']`` for ``job['student']``, then its feedback."""
+    root = Path(job["root"])
+    if job.get("lock"):
+        lock_gradebook(job["lock"])
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(root, job.get("config", {}))
+    coursedir = CourseDirectory(config=config)
+    api = NbGraderAPI(coursedir=coursedir, config=config)
+    start = time.perf_counter()
+    result = {"autograde": api.autograde(job["lab"], job["student"], force=True, create=True)}
+    seconds = time.perf_counter() - start
+    if result["autograde"]["success"]:
+        result["feedback"] = api.generate_feedback(job["lab"], job["student"], force=True)
+    out = {key: {"success": bool(value["success"]), "log": value.get("log", "")[-20000:],
+                 "error": value.get("error", "")[-5000:]} for key, value in result.items()}
+    out["autograde"]["seconds"] = seconds  # nbgrader autograde alone, kernel start included
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux /proc; an empty list elsewhere)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+    return out
+
+
+class WorkerProcess:
+    """The pipeline's handle on one long-lived worker process, started again after a crash
+    or a job past its time limit (killed with its kernels)."""
+
+    def __init__(self, scratch: Path, jupyter_path: str) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.scratch, self.jupyter_path, self.buffer = scratch, jupyter_path, b""
+
+    def _start(self) -> None:
+        self.stderr = tempfile.TemporaryFile(dir=self.scratch)
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.worker"],
+                                     env=tool_env(JUPYTER_PATH=self.jupyter_path), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True)
+        self.buffer = b""
+
+    def _kill(self) -> str:
+        if self.proc is not None:
+            # jupyter_client starts each kernel in a session of its own: kill those too
+            for pid in [self.proc.pid, *_children(self.proc.pid)]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+            self.proc.wait()
+            self.stderr.seek(0)
+            tail = self.stderr.read().decode(errors="replace").strip()[-500:]
+            self.stderr.close()
+            self.proc = None
+            return tail
+        return ""
+
+    def run(self, job: dict, limit: float) -> dict:
+        start = time.perf_counter()
+        if self.proc is None or self.proc.poll() is not None:
+            self._kill()
+            self._start()
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return {"crash": f"the grading process died: {self._kill()}", "seconds": 0.0}
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            remaining = limit - (time.perf_counter() - start)
+            if remaining <= 0:
+                self._kill()
+                return {"crash": f"grading took longer than {limit:g} s and was stopped", "seconds": limit}
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return {"crash": f"the grading process died: {self._kill()}",
+                            "seconds": time.perf_counter() - start}
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        text = line.decode(errors="replace")
+        if not text.startswith("AUTOGRADER-RESULT "):
+            return {"crash": f"unexpected output from the grading process: {text[:200]}",
+                    "seconds": time.perf_counter() - start}
+        return {**json.loads(text.split(" ", 1)[1]), "seconds": time.perf_counter() - start}
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()
+
+
+def serve() -> None:
+    """Grade the jobs read from stdin, one JSON line each, answering one line each: a
+    long-lived worker imports nbgrader once for many notebooks."""
+    locked = False
+    for line in sys.stdin:
+        job = json.loads(line)
+        os.chdir(job["root"])
+        if job.get("lock") and not locked:
+            lock_gradebook(job["lock"])
+            locked = True
+        try:
+            result = run({**job, "lock": ""})
+        except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
+            result = {"autograde": {"success": False, "log": "", "error": f"{type(err).__name__}: {err}"}}
+        sys.stdout.write("AUTOGRADER-RESULT " + json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    serve()

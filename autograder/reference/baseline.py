@@ -1,0 +1,140 @@
+"""The same encoder-decoder built on PyTorch's ``nn.Transformer``: the oracle of the benchmarks.
+
+Shape letters: B batch, S source length, T target length, D d_model, V vocabulary.
+
+Everything around the stacks is ours (``Embeddings`` scaled by sqrt(D), the same
+sinusoidal table, dropout, the ``generator``, Xavier initialisation), so the two models
+differ only in how the layers are written. Two differences of PyTorch's module are
+undone here:
+
+* its boolean masks mean True = BLOCKED, the opposite of ours (True = may attend);
+  every mask is converted explicitly with ``to_pytorch_mask``;
+* ``nn.Transformer`` always puts a LayerNorm after both stacks, right for pre-norm but
+  an extra one for the paper's post-norm; we pass our own stacks with ``norm=None``
+  unless ``norm_first=True``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from autograder.reference.masks import causal_mask, padding_mask, to_pytorch_mask
+from autograder.reference.model import Embeddings, EncoderDecoder, TransformerConfig
+from autograder.reference.positional import sinusoidal_encoding
+
+
+class TorchTransformer(nn.Module):
+    """``EncoderDecoder``'s interface (``encode``, ``decode``, ``forward``) on ``nn.Transformer``.
+
+    ``train``, ``evaluate`` and ``greedy_decode`` (without cache) run on it unchanged.
+
+    Example:
+        >>> cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, dropout=0.0)
+        >>> TorchTransformer(cfg)(torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5))).shape
+        torch.Size([2, 5, 20])
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.src_embed = Embeddings(c.src_vocab_size, c.d_model)
+        self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+        layer_args = dict(d_model=c.d_model, nhead=c.num_heads, dim_feedforward=c.d_ff, dropout=c.dropout,
+                          activation="relu", batch_first=True, norm_first=c.norm_first)
+        encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(**layer_args), c.num_layers,
+            norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
+            enable_nested_tensor=False,  # keep padded positions as they are, as ours does
+        )
+        decoder = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(**layer_args), c.num_layers,
+            norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
+        )
+        self.transformer = nn.Transformer(
+            d_model=c.d_model, nhead=c.num_heads, batch_first=True,
+            custom_encoder=encoder, custom_decoder=decoder,
+        )
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        if c.tie_embeddings:
+            self.generator.weight = self.tgt_embed.embedding.weight
+
+    # The stacks live inside self.transformer; these names match EncoderDecoder's
+    # (greedy_decode reads len(model.decoder.layers)).
+    @property
+    def encoder(self) -> nn.TransformerEncoder:
+        return self.transformer.encoder
+
+    @property
+    def decoder(self) -> nn.TransformerDecoder:
+        return self.transformer.decoder
+
+    _positions = EncoderDecoder._positions
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """``(B, S)`` ids -> ``(memory (B, S, D), src_mask (B, 1, 1, S))``, our mask convention."""
+        src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S), True = may attend
+        blocked = to_pytorch_mask(src_mask[:, 0, 0, :])  # (B, S), True = padding (PyTorch's convention)
+        memory = self.transformer.encoder(self._positions(self.src_embed(src)), src_key_padding_mask=blocked)
+        return memory, src_mask
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: object | None = None) -> Tensor:
+        """``(B, T)`` ids -> logits ``(B, T, V)``; the whole prefix every call (no cache)."""
+        if cache is not None:
+            raise NotImplementedError("TorchTransformer has no key/value cache: decode with use_cache=False")
+        pad = self.config.pad_id
+        # PyTorch's convention, True = blocked: future positions, target padding, source padding.
+        tgt_mask = to_pytorch_mask(causal_mask(tgt_in.size(1), tgt_in.device))  # (T, T)
+        tgt_blocked = to_pytorch_mask(padding_mask(tgt_in, pad)[:, 0, 0, :])  # (B, T)
+        memory_blocked = to_pytorch_mask(src_mask[:, 0, 0, :])  # (B, S)
+        y = self.transformer.decoder(
+            self._positions(self.tgt_embed(tgt_in)), memory, tgt_mask=tgt_mask,
+            tgt_key_padding_mask=tgt_blocked, memory_key_padding_mask=memory_blocked,
+        )  # (B, T, D)
+        return self.generator(y)  # (B, T, V)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: ``src (B, S)``, ``tgt_in (B, T)`` (BOS ...) -> logits ``(B, T, V)``."""
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt_in, memory, src_mask)
+
+    @torch.no_grad()
+    def load_reference_weights(self, reference: EncoderDecoder) -> "TorchTransformer":
+        """Copy the weights of an ``EncoderDecoder`` of the same config; returns ``self``.
+
+        PyTorch stores the query, key and value projections stacked as one
+        ``in_proj_weight`` ``(3D, D)`` (rows q, then k, then v) and calls cross-attention
+        ``multihead_attn``; everything else maps one to one. With equal weights the two
+        models compute the same function, so benchmarks can start both from one point.
+        """
+        sd = reference.state_dict()
+        out = {k: v for k, v in sd.items() if k.split(".")[0] in ("src_embed", "tgt_embed", "generator")}
+
+        def attention(src: str, dst: str) -> None:
+            for kind in ("weight", "bias"):
+                out[f"{dst}.in_proj_{kind}"] = torch.cat([sd[f"{src}.{p}_proj.{kind}"] for p in "qkv"])  # (3D, ...)
+                out[f"{dst}.out_proj.{kind}"] = sd[f"{src}.out_proj.{kind}"]
+
+        def same(src: str, dst: str) -> None:
+            for kind in ("weight", "bias"):
+                out[f"{dst}.{kind}"] = sd[f"{src}.{kind}"]
+
+        for stack, num_norms in (("encoder", 2), ("decoder", 3)):
+            for i in range(self.config.num_layers):
+                a, b = f"{stack}.layers.{i}", f"transformer.{stack}.layers.{i}"
+                attention(f"{a}.self_attn", f"{b}.self_attn")
+                if stack == "decoder":
+                    attention(f"{a}.cross_attn", f"{b}.multihead_attn")
+                same(f"{a}.ff.linear1", f"{b}.linear1")
+                same(f"{a}.ff.linear2", f"{b}.linear2")
+                for j in range(1, num_norms + 1):
+                    same(f"{a}.norm{j}", f"{b}.norm{j}")
+            if self.config.norm_first:
+                same(f"{stack}.norm", f"transformer.{stack}.norm")
+        self.load_state_dict(out, strict=True)
+        return self

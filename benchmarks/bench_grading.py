@@ -1,0 +1,87 @@
+"""Grading speed: seconds per graded notebook, and the speed-up of --jobs 2 over --jobs 1
+(with identical grades.csv), on a temporary course of warm-up submissions.
+
+    python benchmarks/bench_grading.py [--students 8] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import nbformat  # noqa: E402
+
+from autograder.grading import course, pipeline  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = "00-warmup"
+
+
+def _course(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    shutil.copy2(REPO / "nbgrader_config.py", folder)
+    shutil.copytree(REPO / "solutions" / LAB, folder / "solutions" / LAB)
+    shutil.copytree(REPO / "notebooks" / LAB, folder / "notebooks" / LAB)
+    course.generate(folder, LAB, release_dir=folder / "scratch-release")  # the gradebook's lab entries
+    return folder
+
+
+def _inbox(folder: Path, students: int) -> Path:
+    release = nbformat.read(str(REPO / "notebooks" / LAB / f"{LAB}.ipynb"), as_version=4)
+    source = nbformat.read(str(REPO / "solutions" / LAB / f"{LAB}.ipynb"), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: "\n".join(
+        line for line in c.source.splitlines() if "### " not in line)
+        for c in source.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    for i in range(students):
+        nb = copy.deepcopy(release)
+        for cell in nb.cells:  # student i answers the first i % 3 exercises
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in answers and list(answers).index(grade_id) < i % 3:
+                cell.source = answers[grade_id]
+        path = folder / f"student{i:02d}" / LAB / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, str(path))
+    return folder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=8, help="submissions to grade (default: 8)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs compared with 1 (default: 2)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    try:
+        inbox = _inbox(work / "inbox", args.students)
+        results = {}
+        for jobs in (1, args.jobs):
+            root = _course(work / f"jobs{jobs}")
+            start = time.perf_counter()
+            outcomes = pipeline.grade(root, inbox, pipeline.Options(jobs=jobs, progress=False))
+            results[jobs] = (time.perf_counter() - start, outcomes, (root / "grades.csv").read_bytes())
+        serial, parallel = results[1], results[args.jobs]
+        autograde = [o.autograde_seconds for o in serial[1]]
+        print(f"grading {args.students} notebooks of {LAB} (os.cpu_count() = {os.cpu_count()}, "
+              f"load average {os.getloadavg()[0]:.1f} at the end)")
+        print(f"--jobs 1: {serial[0]:.1f} s in all, {serial[0] / args.students:.2f} s per graded notebook "
+              f"(autograde, feedback, grades.csv)")
+        print(f"nbgrader autograde of one notebook (kernel start included): mean {sum(autograde) / len(autograde):.2f} s, "
+              f"max {max(autograde):.2f} s")
+        print(f"--jobs {args.jobs}: {parallel[0]:.1f} s in all, {parallel[0] / args.students:.2f} s per notebook")
+        same = serial[2] == parallel[2]
+        print(f"identical grades.csv: {same}")
+        print(f"speed-up of --jobs {args.jobs} over --jobs 1: {serial[0] / parallel[0]:.2f}x")
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
