@@ -1,7 +1,9 @@
 """Grading speed: seconds per graded notebook, and the speed-up of --jobs 2 over --jobs 1
-(with identical grades.csv), on a temporary course of warm-up submissions.
+(with identical grades.csv), on a temporary course of warm-up submissions; then the
+autograde time of a fully answered submission of every lab (the target: under 10 s each,
+kernel start included).
 
-    python benchmarks/bench_grading.py [--students 8] [--jobs 2]
+    python benchmarks/bench_grading.py [--students 8] [--jobs 2] [--no-every-lab]
 """
 
 from __future__ import annotations
@@ -25,37 +27,55 @@ REPO = Path(__file__).resolve().parents[1]
 LAB = "00-warmup"
 
 
-def _course(folder: Path) -> Path:
+def _course(folder: Path, lab: str = LAB) -> Path:
     folder.mkdir(parents=True)
     shutil.copy2(REPO / "nbgrader_config.py", folder)
-    shutil.copytree(REPO / "solutions" / LAB, folder / "solutions" / LAB)
-    shutil.copytree(REPO / "notebooks" / LAB, folder / "notebooks" / LAB)
-    course.generate(folder, LAB, release_dir=folder / "scratch-release")  # the gradebook's lab entries
+    shutil.copytree(REPO / "solutions" / lab, folder / "solutions" / lab)
+    shutil.copytree(REPO / "notebooks" / lab, folder / "notebooks" / lab)
+    course.generate(folder, lab, release_dir=folder / "scratch-release")  # the gradebook's lab entries
     return folder
 
 
-def _inbox(folder: Path, students: int) -> Path:
-    release = nbformat.read(str(REPO / "notebooks" / LAB / f"{LAB}.ipynb"), as_version=4)
-    source = nbformat.read(str(REPO / "solutions" / LAB / f"{LAB}.ipynb"), as_version=4)
+def _inbox(folder: Path, students: int, lab: str = LAB, answered: int | None = None) -> Path:
+    """``students`` submissions of ``lab``; student i answers the first i % 3 exercises, or
+    the first ``answered`` when given."""
+    release = nbformat.read(str(REPO / "notebooks" / lab / f"{lab}.ipynb"), as_version=4)
+    source = nbformat.read(str(REPO / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: "\n".join(
         line for line in c.source.splitlines() if "### " not in line)
         for c in source.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
     for i in range(students):
         nb = copy.deepcopy(release)
-        for cell in nb.cells:  # student i answers the first i % 3 exercises
+        for cell in nb.cells:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if grade_id in answers and list(answers).index(grade_id) < i % 3:
+            if grade_id in answers and list(answers).index(grade_id) < (i % 3 if answered is None else answered):
                 cell.source = answers[grade_id]
-        path = folder / f"student{i:02d}" / LAB / f"{LAB}.ipynb"
+        path = folder / f"student{i:02d}" / lab / f"{lab}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(nb, str(path))
     return folder
+
+
+def every_lab(work: Path) -> float:
+    """Autograde one fully answered submission of every lab; print and return the slowest."""
+    print("autograde of a fully answered submission, kernel start included:")
+    slowest = 0.0
+    for lab in sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir()):
+        root = _course(work / f"lab-{lab}", lab)
+        inbox = _inbox(work / f"inbox-{lab}", 1, lab, answered=10**6)
+        (outcome,) = pipeline.grade(root, inbox, pipeline.Options(jobs=1, progress=False))
+        slowest = max(slowest, outcome.autograde_seconds)
+        print(f"  {lab:28s} {outcome.autograde_seconds:5.2f} s   score {outcome.score:g} / {outcome.max_score:g}")
+    print(f"slowest lab: {slowest:.2f} s")
+    return slowest
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=8, help="submissions to grade (default: 8)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs compared with 1 (default: 2)")
+    parser.add_argument("--every-lab", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the autograding of every lab's full solution (default: on)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
@@ -78,6 +98,8 @@ def main() -> int:
         same = serial[2] == parallel[2]
         print(f"identical grades.csv: {same}")
         print(f"speed-up of --jobs {args.jobs} over --jobs 1: {serial[0] / parallel[0]:.2f}x")
+        if args.every_lab:
+            every_lab(work)
         return 0 if same else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
