@@ -13,7 +13,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
-    call, check, expect_close, expect_shape, fail, forbidden, generator, random_tensor,
+    call, check, expect_close, expect_shape, fail, forbidden, random_tensor,
 )
 
 _BUILD_FROM_MATMUL = "Build it from matrix products (@) and transposes (.T)."

@@ -18,8 +18,9 @@ from torch import Tensor, nn
 
 from autograder import reference
 from autograder.checks.core import (
-    CheckFailed, call, check, expect_close, fail, forbidden, generator, load_reference_weights, random_tensor,
+    call, check, expect_close, fail, forbidden, generator, load_reference_weights, random_tensor,
 )
+from autograder.reference.interop import torch_layer_from
 from autograder.reference.norms import layer_norm as _reference_layer_norm
 
 _LAYER_NORM_OPS = [
@@ -53,32 +54,11 @@ def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk
     return ~mask.expand(batch, num_heads, lq, lk).reshape(batch * num_heads, lq, lk)  # (B*H, Lq, Lk)
 
 
-def _pack_attention(ours: reference.MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
-    theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))  # (3D, D)
-    theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))  # (3D,)
-    theirs.out_proj.weight.copy_(ours.out_proj.weight)
-    theirs.out_proj.bias.copy_(ours.out_proj.bias)
-
-
-@torch.no_grad()
 def torch_layer_like(layer: nn.Module) -> nn.TransformerEncoderLayer | nn.TransformerDecoderLayer:
     """PyTorch's own layer (batch first, ReLU, no dropout) holding the weights of a
     reference ``EncoderLayer`` or ``DecoderLayer``: q/k/v are packed into ``in_proj_weight``."""
-    attn = layer.self_attn
-    d_model, num_heads, d_ff = attn.d_model, attn.num_heads, layer.ff.linear1.out_features
-    dtype = attn.q_proj.weight.dtype
-    decoder = hasattr(layer, "cross_attn")
-    kind = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
-    theirs = kind(d_model, num_heads, d_ff, dropout=0.0, activation="relu", layer_norm_eps=layer.norm1.eps,
-                  batch_first=True, norm_first=layer.norm_first, dtype=dtype)
-    _pack_attention(attn, theirs.self_attn)
-    if decoder:
-        _pack_attention(layer.cross_attn, theirs.multihead_attn)
-    for name in ("linear1", "linear2"):
-        getattr(theirs, name).load_state_dict(getattr(layer.ff, name).state_dict())
-    for name in ("norm1", "norm2", "norm3") if decoder else ("norm1", "norm2"):
-        getattr(theirs, name).load_state_dict(getattr(layer, name).state_dict())
-    return theirs.eval()
+    return torch_layer_from(layer, layer.self_attn.num_heads, decoder=hasattr(layer, "cross_attn"),
+                            norm_first=layer.norm_first, eps=layer.norm1.eps).eval()
 
 
 # ----------------------------------------------------------------------------- inputs

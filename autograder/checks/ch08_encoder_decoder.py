@@ -19,7 +19,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
-    ForbiddenCall, call, check, describe, expect_close, expect_equal, fail, forbidden, generator,
+    call, check, describe, expect_close, expect_equal, fail, forbidden, generator,
     load_reference_weights,
 )
 from autograder.reference import train as reference_train

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from autograder.reference.interop import layer_state_to_torch
 from autograder.reference.masks import causal_mask, padding_mask, to_pytorch_mask
 from autograder.reference.model import Embeddings, EncoderDecoder, TransformerConfig
 from autograder.reference.positional import sinusoidal_encoding
@@ -114,27 +115,12 @@ class TorchTransformer(nn.Module):
         """
         sd = reference.state_dict()
         out = {k: v for k, v in sd.items() if k.split(".")[0] in ("src_embed", "tgt_embed", "generator")}
-
-        def attention(src: str, dst: str) -> None:
-            for kind in ("weight", "bias"):
-                out[f"{dst}.in_proj_{kind}"] = torch.cat([sd[f"{src}.{p}_proj.{kind}"] for p in "qkv"])  # (3D, ...)
-                out[f"{dst}.out_proj.{kind}"] = sd[f"{src}.out_proj.{kind}"]
-
-        def same(src: str, dst: str) -> None:
-            for kind in ("weight", "bias"):
-                out[f"{dst}.{kind}"] = sd[f"{src}.{kind}"]
-
-        for stack, num_norms in (("encoder", 2), ("decoder", 3)):
+        for stack, decoder in (("encoder", False), ("decoder", True)):
             for i in range(self.config.num_layers):
-                a, b = f"{stack}.layers.{i}", f"transformer.{stack}.layers.{i}"
-                attention(f"{a}.self_attn", f"{b}.self_attn")
-                if stack == "decoder":
-                    attention(f"{a}.cross_attn", f"{b}.multihead_attn")
-                same(f"{a}.ff.linear1", f"{b}.linear1")
-                same(f"{a}.ff.linear2", f"{b}.linear2")
-                for j in range(1, num_norms + 1):
-                    same(f"{a}.norm{j}", f"{b}.norm{j}")
+                layer = layer_state_to_torch(sd, f"{stack}.layers.{i}.", decoder)
+                out.update({f"transformer.{stack}.layers.{i}.{k}": v for k, v in layer.items()})
             if self.config.norm_first:
-                same(f"{stack}.norm", f"transformer.{stack}.norm")
+                for kind in ("weight", "bias"):
+                    out[f"transformer.{stack}.norm.{kind}"] = sd[f"{stack}.norm.{kind}"]
         self.load_state_dict(out, strict=True)
         return self

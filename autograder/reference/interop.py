@@ -29,7 +29,9 @@ def _renamed(state: dict[str, torch.Tensor], names: dict[str, str]) -> dict[str,
     return {new: state[old] for old, new in names.items() if old in state}
 
 
-def _layer_state(state: dict[str, torch.Tensor], prefix: str, decoder: bool) -> dict[str, torch.Tensor]:
+def layer_state_to_torch(state: dict[str, torch.Tensor], prefix: str, decoder: bool) -> dict[str, torch.Tensor]:
+    """The entries of ``nn.TransformerEncoderLayer``'s (or ``DecoderLayer``'s) state dict, from
+    those of our layer whose keys start with ``prefix`` in ``state``."""
     out = _mha_state(state, f"{prefix}self_attn.", "self_attn.")
     if decoder:
         out.update(_mha_state(state, f"{prefix}cross_attn.", "multihead_attn."))
@@ -58,7 +60,7 @@ def torch_layer_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first:
     kind = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
     theirs = kind(d_model, num_heads, d_ff, dropout=0.0, activation="relu", layer_norm_eps=eps,
                   batch_first=True, norm_first=norm_first)
-    theirs.load_state_dict(_layer_state(state, "", decoder))
+    theirs.load_state_dict(layer_state_to_torch(state, "", decoder))
     return theirs.to(state["ff.linear1.weight"])
 
 
@@ -75,7 +77,7 @@ def torch_stack_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first:
     theirs = kind(layer, num_layers, norm=norm, **kwargs)
     new_state = {}
     for i in range(num_layers):
-        new_state.update({f"layers.{i}.{k}": v for k, v in _layer_state(state, f"layers.{i}.", decoder).items()})
+        new_state.update({f"layers.{i}.{k}": v for k, v in layer_state_to_torch(state, f"layers.{i}.", decoder).items()})
     if norm is not None:
         new_state.update({"norm.weight": state["norm.weight"], "norm.bias": state["norm.bias"]})
     theirs.load_state_dict(new_state)

@@ -6,7 +6,7 @@ Shape letters: B batch, S source length, T target length, D d_model, V vocabular
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn

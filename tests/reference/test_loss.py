@@ -1,6 +1,5 @@
 """Label smoothing and the warmup schedule (chapter 8)."""
 
-import math
 
 import pytest
 import torch
