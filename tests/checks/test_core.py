@@ -143,3 +143,53 @@ def test_fresh_import_after_a_student_patched_the_package() -> None:
                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert "REAL CHECK FAILED: check_relu failed." in out.stdout, out.stderr[-2000:]
 
+
+
+def test_a_candidate_that_is_the_forbidden_object_is_refused() -> None:
+    """Is `softmax = torch.softmax` (or the reference's own function) refused before it runs,
+    with a message naming what it is?"""
+    from autograder.checks.core import ForbiddenCall, forbidden
+
+    for candidate, path in ((torch.softmax, "torch.softmax"), (reference.softmax, "autograder.reference.softmax")):
+        with pytest.raises(ForbiddenCall, match=f"your answer is `{path}` itself"):
+            with forbidden(candidate, [path], instead="Write it yourself."):
+                pass
+    assert torch.softmax(torch.zeros(2), 0).tolist() == [0.5, 0.5]  # nothing left patched
+
+
+def test_a_subclass_of_a_stale_reference_class_is_refused() -> None:
+    """After the checks are re-imported, is a student class built on the *earlier* import of
+    a reference class still caught?"""
+    import sys
+
+    from autograder.checks.core import ForbiddenCall, forbidden
+
+    stale = reference.MultiHeadAttention
+    saved = {m: mod for m, mod in sys.modules.items() if m.split(".")[0] == "autograder"}
+    try:
+        for name in saved:
+            sys.modules.pop(name)
+        import autograder.reference  # noqa: F401 - the fresh copy the checks now use
+
+        class Student(stale):
+            pass
+
+        with pytest.raises(ForbiddenCall, match="reference implementation"):
+            with forbidden(Student, ["autograder.reference.MultiHeadAttention"], instead="Build it."):
+                Student(8, 2)
+        assert Student(8, 2).num_heads == 2  # restored afterwards
+    finally:  # leave the other tests the modules they imported
+        for name in [m for m in sys.modules if m.split(".")[0] == "autograder"]:
+            sys.modules.pop(name)
+        sys.modules.update(saved)
+
+
+def test_expect_equal_does_not_take_1_for_true() -> None:
+    """Is the integer 1 refused where the boolean True is expected, and True where 1 is?"""
+    from autograder.checks.core import CheckFailed, expect_equal
+
+    with pytest.raises(CheckFailed):
+        expect_equal("flag", 1, True)
+    with pytest.raises(CheckFailed):
+        expect_equal("count", True, 1)
+    assert expect_equal("flag", True, True) is True
