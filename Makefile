@@ -34,9 +34,8 @@ test-fast: $(STAMP)  ## the test suite without the slow tests
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder release
 
-lab: $(STAMP)  ## copy the labs into workspace/ (never overwriting your work) and open JupyterLab
-	$(BIN)/python -m autograder workspace workspace
-	$(BIN)/jupyter lab workspace
+lab: $(STAMP)  ## copy the labs into workspace/ (never overwriting your work) and open JupyterLab there
+	$(BIN)/python -m autograder lab workspace
 
 grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS zip download); JOBS=N
 	$(BIN)/python -m autograder grade $(SUBMISSIONS) --jobs $(JOBS)

@@ -38,3 +38,28 @@ c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 100
 # A test cell the student edited is restored, and one they deleted is added back and scored.
 c.OverwriteCells.add_missing_cells = True
+
+# --- feedback: no hidden tests, no grader's file paths (autograder/grading/feedback.py) ---
+# nbgrader's feedback renders the autograded notebook, hidden tests and tracebacks included
+# (nbgrader #917): this preprocessor takes them out, keeping each check's message.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.grading.feedback.ClearHiddenTestsAndPaths",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+c.ClearHiddenTestsAndPaths.grader_paths = [c.CourseDirectory.root]
+# --- end of feedback ---
+
+# --- Formgrader in JupyterLab (python -m autograder lab leaves it out for students) ---
+# nbgrader's gradebook runs `alembic` by name, which `.venv/bin/jupyter lab` without an
+# activated venv cannot find: Formgrader then fails with "No such file or directory: 'alembic'".
+# This file is read inside the server, so putting this Python's scripts first on PATH fixes it.
+import sys  # noqa: E402
+
+_scripts = os.path.dirname(sys.executable)
+if _scripts not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_scripts, os.environ.get("PATH", "")])
+# Formgrader's pages load MathJax 2 from a CDN and nbgrader 0.9.6 has no setting to change that
+# (its templates call the `mathjax()` macro without a URL): see "Formgrader without internet" in
+# book/guides/instructor.md.
+# --- end of Formgrader ---

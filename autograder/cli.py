@@ -3,6 +3,7 @@ is done in autograder.grading).
 
     release [LAB ...]      regenerate notebooks/LAB from solutions/LAB (nbgrader generate_assignment)
     workspace DIR          copy notebooks/ into DIR, never overwriting a file already there
+    lab [DIR]              copy the labs into DIR (default workspace) and open a student's JupyterLab there
     grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
 """
 
@@ -25,24 +26,60 @@ def _parser() -> argparse.ArgumentParser:
     workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
     workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
 
+    # --- lab: a student's JupyterLab (make lab) ---
+    lab = sub.add_parser("lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there "
+                                     "with a student's tools only")
+    lab.add_argument("dir", type=Path, nargs="?", default=Path("workspace"), metavar="DIR",
+                     help="the student's folder (default: workspace)")
+    lab.add_argument("--port", type=int, default=None,
+                     help="the server's port (default: 8888, or the next free one)")
+    lab.add_argument("--ip", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    lab.add_argument("--token", default=None, help="the login token (default: a random one, shown in the URL)")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    # --- end of lab ---
+
     grade = sub.add_parser("grade", help="autograde submissions, generate feedback, write grades.csv, print a summary")
     grade.add_argument("submissions", type=Path, nargs="?", default=Path("submitted"),
                        help="a folder STUDENT/LAB/LAB.ipynb (or STUDENT/LAB.ipynb), or an LMS zip download "
                             "with files named STUDENT_..._LAB.ipynb (default: submitted)")
     grade.add_argument("--jobs", "-j", type=int, default=1, help="notebooks graded at once (default: 1)")
     grade.add_argument("--db", default=None,
-                       help="gradebook SQLAlchemy URL, such as postgresql://user@host/db (default: ROOT/gradebook.db)")
+                       help="gradebook SQLAlchemy URL, such as postgresql+psycopg2://user@host/db (default: ROOT/gradebook.db)")
     grade.add_argument("--student", action="append", default=None, metavar="ID",
                        help="grade only this student (repeat for several)")
     grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
     grade.add_argument("--timeout", type=int, default=None,
-                       help="seconds a cell may run before it is interrupted (default: nbgrader_config.py, 10)")
+                       help="seconds a cell may run before it is interrupted (default: 30, from nbgrader_config.py)")
     grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a grading kernel in MiB")
     grade.add_argument("--job-timeout", type=int, default=600,
                        help="seconds one student's lab may take in all before it is stopped (default: 600)")
     grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="run student code without the bubblewrap sandbox (only for a class whose code you trust; "
+                            "every summary line then says so)")
     return parser
+
+
+def _copy_labs(root: Path, target: Path) -> None:
+    """Copy the released labs into ``target`` (course.workspace) and say what was copied and kept."""
+    from autograder.grading import course
+
+    report = course.workspace(root, target)
+    print(f"copied into {target}: {', '.join(report.copied) or 'nothing new'}")
+    if report.kept:
+        print(f"kept (already there, yours): {', '.join(report.kept)}")
+
+
+def _lab(root: Path, args: argparse.Namespace) -> int:
+    """Copy the labs into args.dir, then replace this process by JupyterLab on it."""
+    from autograder.grading import lab
+
+    _copy_labs(root, args.dir)
+    command, env = lab.command(args.dir, port=args.port, ip=args.ip, token=args.token, browser=not args.no_browser)
+    if "--allow-root" in command:
+        print("running as root (a container?): JupyterLab refuses that unless told, so --allow-root is passed")
+    return lab.run(command, env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,12 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"released {path.relative_to(root)}")
         return 0
     if args.command == "workspace":
-        report = course.workspace(root, args.dir)
-        print(f"copied into {args.dir}: {', '.join(report.copied) or 'nothing new'}")
-        if report.kept:
-            print(f"kept (already there, yours): {', '.join(report.kept)}")
+        _copy_labs(root, args.dir)
         return 0
-    from autograder.grading import pipeline
+    if args.command == "lab":
+        return _lab(root, args)
+    from autograder.grading import pipeline, sandbox
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
     if not source.exists():
@@ -68,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     options = pipeline.Options(jobs=args.jobs, db_url=args.db, students=args.student, labs=args.lab,
                                timeout=args.timeout, memory_mb=args.memory_mb, job_timeout=args.job_timeout,
-                               csv_path=args.csv, progress=not args.no_progress)
-    outcomes = pipeline.grade(root, source, options)
+                               csv_path=args.csv, progress=not args.no_progress, sandbox=not args.no_sandbox)
+    try:
+        outcomes = pipeline.grade(root, source, options)
+    except (pipeline.UnknownSelection, sandbox.Unavailable) as err:
+        print(err, file=sys.stderr)
+        return 2
     print(pipeline.summary(outcomes))
     print(f"grades written to {options.csv_path or root / 'grades.csv'}")
     return 0

@@ -19,8 +19,8 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
-    call, check, describe, expect_close, expect_equal, fail, forbidden, generator,
-    load_reference_weights,
+    CheckFailed, beside, call, check, describe, expect_close, expect_equal, expect_tensor, fail, forbidden,
+    generator, load_reference_weights,
 )
 from autograder.reference import train as reference_train
 
@@ -567,19 +567,44 @@ def check_train_step(train_step, seed: int = 0) -> None:
     def mistakes(k: int, part: int) -> dict:
         return {name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
                 for name, flags in variants.items()}
-    model = copy.deepcopy(base)
-    optimizer, scheduler = _setup(model)
     forbid = ["autograder.reference.train.train_step", "autograder.reference.train.train"]
+    with forbidden(train_step, forbid, instead=_BUILD_STEP):
+        steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
     for k, (src, tgt) in enumerate(data):
         what = (f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
                 f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD}) "
                 f"(seed {seed})")
-        with forbidden(train_step, forbid, instead=_BUILD_STEP):
-            loss = call(train_step, model, src.clone(), tgt.clone(), optimizer, scheduler, smoothing, PAD, what=what)
+        step = steps[k] if isinstance(steps, list) and k < len(steps) and isinstance(steps[k], dict) else {}
+        if "error" in step or "params" not in step:
+            fail(what, "a result", str(step.get("error", "no result")),
+                 hint="read the error above: it was raised inside your code.")
+        loss = step["loss"]
         if isinstance(loss, Tensor) or isinstance(loss, bool) or not isinstance(loss, numbers.Real):
             fail(what + ": the returned loss", "a Python float", describe(loss),
                  hint="return loss.item(): a float, detached from the graph.")
         _expect_close_lazily(what + ": the returned loss", torch.tensor(float(loss), dtype=torch.float64),
                              torch.tensor(expected[k][0], dtype=torch.float64), 1e-5, 1e-5, lambda: mistakes(k, 0))
+        params = expect_tensor(what + ": the parameters after the step", step["params"])
         _expect_close_lazily(what + ": the parameters after the step (all of them, flattened in state_dict order)",
-                             _flat(model), expected[k][1], 1e-5, 1e-4, lambda: mistakes(k, 1))
+                             params, expected[k][1], 1e-5, 1e-4, lambda: mistakes(k, 1))
+
+
+def _candidate_steps(train_step, config, state: dict, data: list, smoothing: float) -> list[dict]:
+    """The candidate's side of check_train_step (run where the candidate lives, see
+    ``core.beside``): a tiny model from ``config`` and ``state``, SGD and the Noam schedule,
+    one ``train_step`` call per batch; the returned loss and the parameters after each call,
+    or the error that stopped them."""
+    model = reference.EncoderDecoder(config)
+    model.load_state_dict(state)
+    optimizer, scheduler = _setup(model)
+    out: list[dict] = []
+    for src, tgt in data:
+        try:
+            loss = train_step(model, src.clone(), tgt.clone(), optimizer, scheduler, smoothing, PAD)
+        except (NotImplementedError, CheckFailed):
+            raise
+        except Exception as err:  # noqa: BLE001 - reported by the check as the student's error
+            out.append({"error": f"{type(err).__name__}: {err}"})
+            break
+        out.append({"loss": loss, "params": _flat(model)})
+    return out

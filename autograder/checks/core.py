@@ -83,6 +83,8 @@ def describe(x: Any) -> str:
     """``tensor of shape (2, 3), float32`` or the type and value of anything else."""
     if isinstance(x, Tensor):
         return f"tensor of shape {tuple(x.shape)}, {str(x.dtype).replace('torch.', '')}"
+    if _is_remote(x):
+        return repr(x)
     return f"{type(x).__name__} {x!r}"[:200]
 
 
@@ -272,6 +274,25 @@ def _candidate_globals(candidate: Any) -> list[dict]:
     return out
 
 
+def _is_remote(candidate: Any) -> bool:
+    """A handle to the student's answer in the independent check's sandboxed child
+    (autograder.grading.remote), looked up without importing the grading package."""
+    remote = sys.modules.get("autograder.grading.remote")
+    return remote is not None and isinstance(candidate, (remote.RemoteObject, remote.RemoteModule))
+
+
+def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
+    """``scenario(candidate, *args)``, run where the candidate lives: here, or in the
+    sandboxed child of the independent check when the candidate is a handle to it. For a
+    check that needs more than calls (a training step mutating a model and an optimizer):
+    the scenario, a module-level function of the check's module, builds what it needs from
+    the plain ``args`` and returns plain results."""
+    __tracebackhide__ = True
+    if _is_remote(candidate):
+        return candidate.__remote_scenario__(scenario, *args)
+    return scenario(candidate, *args)
+
+
 class _Sentinel:
     def __init__(self, path: str, message: str, hits: list[str]) -> None:
         self.path, self.message, self.hits = path, message, hits
@@ -296,6 +317,10 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     A call the candidate swallows with ``try``/``except`` still fails afterwards.
     """
     __tracebackhide__ = True
+    if _is_remote(candidate):  # the candidate runs in the sandboxed child: block there
+        with candidate.__remote_forbidden__(list(targets), instead):
+            yield
+        return
     hits: list[str] = []
     patches: list[tuple[Any, str, bool, Any]] = []  # (owner, name, was in owner's __dict__, old value)
 

@@ -1,47 +1,53 @@
-"""A Python kernel whose address space is limited, so that a memory hog dies, not the grader.
+"""The grading kernel: ipykernel in the sandbox (autograder.grading.sandbox), with its limits.
 
-``python -m autograder.grading.kernel --memory-mb 4096 -f CONNECTION_FILE`` sets
-``RLIMIT_AS`` and then starts ipykernel. A student cell that allocates too much gets a
-``MemoryError`` (or the kernel dies); either way the grading run goes on.
+``install`` writes one kernelspec a job, whose command goes through ``sandbox.wrap``, and
+returns the nbgrader config that runs the notebook in it. The kernel has no network, so it
+listens on IPC sockets (Unix sockets) beside its connection file, in the job's ``ipc`` folder,
+the only host folder it may write; its working directory is its own scratch folder. A cell
+that allocates too much gets a ``MemoryError`` (or the kernel dies); the grading goes on.
 """
 
 from __future__ import annotations
 
 import json
-import resource
+import os
 import sys
 from pathlib import Path
+
+from autograder.grading import sandbox
 
 NAME = "autograder-limited"
 
 
-def install(folder: str | Path, memory_mb: int) -> Path:
-    """Write the kernelspec under ``folder/kernels/NAME`` (put ``folder`` on JUPYTER_PATH)."""
-    spec = Path(folder) / "kernels" / NAME
+def install(folder: str | Path, memory_mb: int, work: str | Path, *, name: str = NAME,
+            enabled: bool = True) -> dict[str, str]:
+    """Write the kernelspec ``name`` under ``folder/kernels`` (put ``folder`` on JUPYTER_PATH)
+    for a kernel whose files live in ``work``; return the config entries that select it."""
+    work = Path(work)
+    ipc = work / "ipc"  # connection file and sockets, shared with the grader (keep the path short:
+    ipc.mkdir(parents=True, exist_ok=True)  # a Unix socket's path holds at most 107 bytes)
+    argv = sandbox.wrap([sys.executable, "-m", "autograder.grading.kernel", "-f", "{connection_file}"],
+                        scratch=work / "scratch", rw=[ipc], limits=sandbox.Limits(memory_mb=memory_mb),
+                        env={"NBGRADER_EXECUTION": "autograde"}, enabled=enabled)
+    spec = Path(folder) / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "autograder.grading.kernel", "--memory-mb", str(memory_mb),
-                 "-f", "{connection_file}"],
-        "display_name": f"Python 3 (grading, {memory_mb} MiB)",
+        "argv": argv,
+        "display_name": f"Python 3 (grading, {memory_mb} MiB{'' if enabled else ', no sandbox'})",
         "language": "python",
-        "env": {"NBGRADER_EXECUTION": "autograde", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+        "interrupt_mode": "message",  # a signal would stop at the sandbox's edge; a message reaches the kernel
     }, indent=1))
-    return spec
-
-
-def limit_memory(memory_mb: int) -> None:
-    limit = memory_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file behind
+    # nbclient builds its KernelManager from this config (nbgrader fixes the class, not its traits)
+    return {"Execute.kernel_name": name, "KernelManager.transport": "ipc",
+            "KernelManager.connection_file": str(ipc / "kernel.json")}
 
 
 def main(argv: list[str]) -> None:
-    memory_mb = 4096
-    if "--memory-mb" in argv:
-        i = argv.index("--memory-mb")
-        memory_mb = int(argv[i + 1])
-        del argv[i:i + 2]
-    limit_memory(memory_mb)
+    """Start ipykernel (run inside the sandbox, which has set the limits already)."""
+    # the kernel inherits the grading worker's stdin and stdout, its channel to the pipeline:
+    # cut them before any student code runs, so that nothing can read or forge that channel
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]
     from ipykernel import kernelapp
 

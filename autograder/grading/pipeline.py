@@ -1,7 +1,7 @@
 """``grade``: collect submissions, autograde every lab in parallel, feedback, grades.csv, summary.
 
 Each (student, lab) is graded by nbgrader in its own process (autograder.grading.worker),
-in a kernel whose memory is limited (autograder.grading.kernel), under a wall-clock limit;
+in a sandboxed kernel (autograder.grading.kernel, .sandbox), under a wall-clock limit;
 whatever happens to one submission is reported and the others go on.
 """
 
@@ -15,15 +15,15 @@ import shutil
 import sys
 import tempfile
 import warnings
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
-from autograder.grading import kernel
-from autograder.grading.course import generate, labs as course_labs, nbgrader, tool_env
+from autograder.grading import kernel, sandbox
+from autograder.grading.collect import collect, recorded_late
+from autograder.grading.course import generate, labs as course_labs, tool_env
 from autograder.grading.inspect import after_grading, inspect_submission
 from autograder.grading.worker import WorkerProcess, lock_gradebook
 
@@ -40,9 +40,14 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall clock of its job (autograde and feedback)
     autograde_seconds: float = 0.0  # nbgrader autograde alone, kernel start included
+    file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
+    late: str = ""  # the LMS's late flag and submission time
+    sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)
 
     @property
     def status(self) -> str:
+        if self.file:
+            return "not graded"
         return "ok" if self.graded and not self.notes else ("check" if self.graded else "FAILED")
 
 
@@ -57,47 +62,22 @@ class Options:
     job_timeout: int = 600  # wall clock for one student's lab, seconds
     csv_path: Path | None = None  # default: ROOT/grades.csv
     progress: bool = True
+    sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
 
 
 def default_db_url(root: Path) -> str:
     return "sqlite:///" + str(root / "gradebook.db")
 
 
-# ----------------------------------------------------------------------------- collect
-
-def _zip_collect(root: Path, archive: Path, labs: list[str]) -> None:
-    """An LMS download: nbgrader zip_collect, one lab at a time. Files are named
-    ``STUDENT_..._LAB.ipynb`` (anything between the student id and the lab is ignored)."""
-    names = [n for n in zipfile.ZipFile(archive).namelist() if n.endswith(".ipynb")]
-    for lab in labs:
-        if not any(n.endswith(f"{lab}.ipynb") for n in names):
-            continue
-        folder = root / "downloaded" / lab / "archive"
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(archive, folder / archive.name)
-        regexp = rf"^.*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9.-]*)_(?:[^/]*_)?(?P<file_id>{lab})\.ipynb$"
-        nbgrader(root, "zip_collect", lab, "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}")
+class UnknownSelection(ValueError):
+    """A --student or --lab that names nothing there is to grade (the message names what there is)."""
 
 
-def collect(root: Path, source: Path, labs: list[str]) -> None:
-    """Bring submissions into ROOT/submitted/STUDENT/LAB/: from a zip (LMS download), or a
-    folder laid out STUDENT/LAB/*.ipynb or STUDENT/LAB.ipynb (copied over earlier copies)."""
-    submitted = root / "submitted"
-    if source.is_file() and zipfile.is_zipfile(source):
-        _zip_collect(root, source, labs)
-        return
-    if source.resolve() == submitted.resolve():
-        return
-    for student in sorted(p for p in source.iterdir() if p.is_dir()):
-        for lab in labs:
-            dest = submitted / student.name / lab
-            if (student / lab).is_dir():
-                shutil.rmtree(dest, ignore_errors=True)
-                shutil.copytree(student / lab, dest)
-            elif (student / f"{lab}.ipynb").is_file():
-                shutil.rmtree(dest, ignore_errors=True)
-                dest.mkdir(parents=True)
-                shutil.copy2(student / f"{lab}.ipynb", dest / f"{lab}.ipynb")
+def _check_selection(names: list[str] | None, known: list[str], what: str, where: str) -> None:
+    unknown = [n for n in names or [] if n not in known]
+    if unknown:
+        shown = ", ".join(known[:50]) + (f", ... ({len(known)} in all)" if len(known) > 50 else "")
+        raise UnknownSelection(f"no {what} {', '.join(unknown)} {where} ({what}s: {shown or 'none'})")
 
 
 # ----------------------------------------------------------------------------- gradebook
@@ -154,13 +134,16 @@ def _scores(db_url: str, course_id: str) -> dict[tuple[str, str], tuple[float, f
     return out
 
 
-def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]]) -> None:
-    """grades.csv: one row per student and lab, sorted, so that reruns give the same bytes."""
+def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
+              late: dict[tuple[str, str], str] | None = None) -> None:
+    """grades.csv: one row per student and lab, sorted, so that reruns give the same bytes;
+    ``late`` holds the LMS's late flag and submission time (empty when it gave none)."""
+    late = late or {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student_id", "lab", "score", "max_score"])
+    writer.writerow(["student_id", "lab", "score", "max_score", "late"])
     for (student, lab), (score, max_score) in sorted(scores.items()):
-        writer.writerow([student, lab, f"{score:g}", f"{max_score:g}"])
+        writer.writerow([student, lab, f"{score:g}", f"{max_score:g}", late.get((student, lab), "")])
     path.write_text(buffer.getvalue())
 
 
@@ -180,18 +163,21 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
     options = options or Options()
+    if options.sandbox and (problem := sandbox.probe()):  # refuse rather than run student code unconfined
+        raise sandbox.Unavailable(problem)
     root = Path(root).resolve()
     if str(Path(sys.executable).parent) not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = tool_env()["PATH"]  # nbgrader's Gradebook calls `alembic` by name
     db_url = options.db_url or default_db_url(root)
     course_id = _course_id(root)
-    wanted_labs = options.labs or course_labs(root)
-    collect(root, Path(source), wanted_labs)
+    known_labs = course_labs(root)
+    _check_selection(options.labs, known_labs, "lab", "in solutions/")
+    collected = collect(root, Path(source), known_labs)
+    _check_selection(options.students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
     submitted = root / "submitted"
-    pairs = sorted((s.name, lab) for s in submitted.iterdir() if s.is_dir()
-                   for lab in wanted_labs if (s / lab).is_dir()) if submitted.is_dir() else []
-    if options.students:
-        pairs = [(s, lab) for s, lab in pairs if s in options.students]
+    pairs = [(s, lab) for s, lab in collected.pairs
+             if (not options.labs or lab in options.labs) and (not options.students or s in options.students)]
+    not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
     scratch = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
     undo_lock = None
     every_worker: list[WorkerProcess] = []
@@ -200,22 +186,25 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
         if lock:
             undo_lock = lock_gradebook(lock)  # the parent takes turns too
         _ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
-        kernel.install(scratch / "jupyter", options.memory_mb)
         outcomes: dict[tuple[str, str], Outcome] = {}
         jobs = []
         for student, lab in pairs:
-            outcome = outcomes[(student, lab)] = Outcome(student, lab)
+            outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox)
             found = inspect_submission(submitted / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
             outcome.notes += found.notes
             if found.problem:
                 outcome.graded = False
                 outcome.notes.append(found.problem)
                 continue
-            config = {"CourseDirectory.db_url": db_url, "Execute.kernel_name": kernel.NAME}
+            # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
+            config = {"CourseDirectory.db_url": db_url, **kernel.install(
+                scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
+                name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox)}
             if options.timeout:
                 config["Execute.timeout"] = options.timeout
             jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
-                         "config": config, "jupyter_path": str(scratch / "jupyter")})
+                         "config": config, "jupyter_path": str(scratch / "jupyter"),
+                         "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox})
         workers: queue.Queue[WorkerProcess] = queue.Queue()
         for _ in range(max(1, min(options.jobs, len(jobs)))):
             workers.put(WorkerProcess(scratch, str(scratch / "jupyter")))
@@ -240,7 +229,7 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
                 bar.update(1)
                 (logs / f"{job['student']}--{job['lab']}.log").write_text(
                     result.get("crash", "") + "".join(part.get("log", "") + part.get("error", "")
-                                                      for key, part in result.items() if key != "crash"))
+                                                      for part in result.values() if isinstance(part, dict)))
                 outcome = outcomes[(job["student"], job["lab"])]
                 outcome.seconds = seconds
                 outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
@@ -249,6 +238,7 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
                     outcome.notes.append(_failure_reason(result))
                 elif not result.get("feedback", {}).get("success", False):
                     outcome.notes.append("feedback could not be generated")
+                outcome.notes += result.get("notes", [])  # the independent check's disagreements
                 outcome.notes += after_grading(root / "autograded" / job["student"] / job["lab"] / f"{job['lab']}.ipynb")
         for outcome in outcomes.values():
             if not outcome.graded:
@@ -256,8 +246,11 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
         scores = _scores(db_url, course_id)
         for key, outcome in outcomes.items():
             outcome.score, outcome.max_score = scores.get(key, (0.0, 0.0))
-        write_csv(options.csv_path or root / "grades.csv", scores)
-        return [outcomes[key] for key in sorted(outcomes)]
+        late = recorded_late(root)
+        for key, outcome in outcomes.items():
+            outcome.late = late.get(key, "")
+        write_csv(options.csv_path or root / "grades.csv", scores, late)
+        return [outcomes[key] for key in sorted(outcomes)] + not_graded
     finally:
         for worker in every_worker:
             worker.close()
@@ -270,8 +263,12 @@ def summary(outcomes: list[Outcome]) -> str:
     """A per-student, per-lab table, then the lines that need an instructor's eyes."""
     lines = [f"{'student':<20} {'lab':<28} {'score':>9}  status"]
     for o in outcomes:
-        lines.append(f"{o.student:<20} {o.lab:<28} {o.score:>4g}/{o.max_score:<4g}  {o.status}")
-    attention = [f"  {o.student} / {o.lab}: {note}" for o in outcomes for note in o.notes]
+        if not o.file:
+            late = f" ({o.late})" if o.late else ""
+            unconfined = "" if o.sandboxed else " (no sandbox)"
+            lines.append(f"{o.student:<20} {o.lab:<28} {o.score:>4g}/{o.max_score:<4g}  {o.status}{late}{unconfined}")
+    attention = [f"  {o.student} / {o.lab}: {note}" for o in outcomes if not o.file for note in o.notes]
+    attention += [f"  not graded: {o.file}: {note}" for o in outcomes if o.file for note in o.notes]
     lines.append("")
     lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
     lines += attention

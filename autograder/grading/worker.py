@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,12 +103,88 @@ def run(job: dict) -> dict:
     start = time.perf_counter()
     result = {"autograde": api.autograde(job["lab"], job["student"], force=True, create=True)}
     seconds = time.perf_counter() - start
+    notes: list[str] = []
     if result["autograde"]["success"]:
+        notes = independent_check(root, job, config)
         result["feedback"] = api.generate_feedback(job["lab"], job["student"], force=True)
-    out = {key: {"success": bool(value["success"]), "log": value.get("log", "")[-20000:],
-                 "error": value.get("error", "")[-5000:]} for key, value in result.items()}
+    out: dict = {key: {"success": bool(value["success"]), "log": value.get("log", "")[-20000:],
+                       "error": value.get("error", "")[-5000:]} for key, value in result.items()}
     out["autograde"]["seconds"] = seconds  # nbgrader autograde alone, kernel start included
+    out["notes"] = notes
     return out
+
+
+def independent_check(root: Path, job: dict, config) -> list[str]:
+    """Check every graded exercise again in this process (which never runs student code),
+    calling the submission's answers in a sandboxed child; an exercise keeps its points only
+    if its test cell passed in the notebook and the independent check passes. Returns the
+    summary's notes; a disagreement is written into the autograded notebook for the feedback."""
+    from nbgrader.api import Gradebook
+
+    from autograder.grading import recheck, sandbox
+
+    lab, student = job["lab"], job["student"]
+    notebook = root / "autograded" / student / lab / f"{lab}.ipynb"
+    scratch = Path(tempfile.mkdtemp(prefix="recheck-", dir=job.get("scratch")))
+    limits = sandbox.Limits(memory_mb=job.get("memory_mb", 4096))
+
+    def wrap(argv: list[str]) -> list[str]:
+        return sandbox.wrap(argv, scratch=scratch, limits=limits, enabled=job.get("sandbox", True))
+    source = root / "solutions" / lab / f"{lab}.ipynb"
+    try:  # cells were already interrupted once in the notebook: a shorter limit here
+        verdicts = recheck.recheck(source, notebook, wrap=wrap, env=sandbox_env(),
+                                   cell_timeout=min(float(config.Execute.timeout or 30), 10.0))
+    except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
+        verdicts = {grade_id: recheck.Verdict(False, f"the independent check could not run: {err}")
+                    for grade_id in recheck.test_cells(source)}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    notes, disagreements = [], {}
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
+        for grade_id, verdict in verdicts.items():
+            grade = gb.find_grade(grade_id, lab, lab, student)
+            if verdict.passed:
+                continue
+            if grade.auto_score:
+                notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
+                             f"({headline(verdict.message)}): scored 0")
+                disagreements[grade_id] = verdict.message
+            grade.auto_score = 0
+        gb.db.commit()
+    if disagreements:
+        annotate(notebook, disagreements)
+    return notes
+
+
+def headline(message: str) -> str:
+    """The line of a check's message that says most: the likely mistake, else what was found."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["failed"]
+    for label in ("likely mistake:", "found:"):
+        for line in lines:
+            if line.startswith(label):
+                return line[:200]
+    return lines[0][:200]
+
+
+def sandbox_env() -> dict[str, str]:
+    """The environment of the independent check's child (the sandbox narrows it further)."""
+    return tool_env(NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg")
+
+
+def annotate(notebook: Path, messages: dict[str, str]) -> None:
+    """Add the independent check's message to each test cell it failed, for the feedback."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in messages:
+            cell.outputs.append(nbformat.v4.new_output(
+                "error", ename="IndependentCheckFailed",
+                evalue="this test passed in your notebook, but not when checked again outside it",
+                traceback=["IndependentCheckFailed: this test passed in your notebook, but not when checked "
+                           "again outside it (scored 0):", *messages[grade_id].splitlines()]))
+    nbformat.write(nb, str(notebook))
 
 
 def _children(pid: int) -> list[int]:

@@ -1,7 +1,10 @@
-"""Does collecting bring every layout of submissions into submitted/STUDENT/LAB/LAB.ipynb?"""
+"""Does collecting bring every layout of submissions into submitted/STUDENT/LAB/LAB.ipynb,
+and list every file it does not grade with its reason?"""
 
 from __future__ import annotations
 
+import csv
+import os
 import zipfile
 from pathlib import Path
 
@@ -9,7 +12,24 @@ import nbformat
 import pytest
 from grading_helpers import LAB, answered, make_course, released
 
-from autograder.grading.pipeline import collect
+from autograder import cli
+from autograder.grading import pipeline
+from autograder.grading.collect import LATE_FILE, collect, parse_name
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in members.items():
+            zf.writestr(name, text)
+    return path
+
+
+def _graded(root: Path, student: str) -> str:
+    return (root / "submitted" / student / LAB / f"{LAB}.ipynb").read_text()
+
+
+def _reasons(collected) -> dict[str, str]:
+    return dict(collected.not_graded)
 
 
 def test_folder_layouts_are_copied_into_submitted(tmp_path: Path) -> None:
@@ -22,21 +42,168 @@ def test_folder_layouts_are_copied_into_submitted(tmp_path: Path) -> None:
     nbformat.write(released(), str(inbox / "ben" / f"{LAB}.ipynb"))
     (root / "submitted" / "ada" / LAB).mkdir(parents=True)
     (root / "submitted" / "ada" / LAB / "old.ipynb").write_text("{}")
-    collect(root, inbox, [LAB])
+    collected = collect(root, inbox, [LAB])
     assert sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb")) == \
         [f"ada/{LAB}/{LAB}.ipynb", f"ben/{LAB}/{LAB}.ipynb"]
+    assert collected.pairs == [("ada", LAB), ("ben", LAB)] and collected.not_graded == []
+
+
+@pytest.mark.parametrize("name, expected", [
+    (f"ada_12345_678_{LAB}.ipynb", (LAB, 0, "ada", "")),
+    (f"ada_LATE_12345_678_{LAB}-1.ipynb", (LAB, 1, "ada", "LATE")),
+    (f"ben_1_2_Copy of {LAB}.ipynb", (LAB, 0, "ben", "")),
+    ("cy_3_4_00_warmup.ipynb", (LAB, 0, "cy", "")),
+    ("dee_Copy%20of%2000-warmup%20(2).ipynb", (LAB, 2, "dee", "")),
+    (f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb", (LAB, 0, "eve", "2024-03-01 15:04:05")),
+    (f"ada_{LAB}-final.ipynb", None),
+    (f"ada_{LAB}.py", None),
+])
+def test_lms_names(name: str, expected: tuple | None) -> None:
+    """Which lab, resubmission number, student and late flag does each LMS file name give?"""
+    info = parse_name(name, [LAB, "02-self-attention"])
+    assert (None if info is None else (info.lab, info.version, info.student, info.late)) == expected
+
+
+def test_lms_zip_with_odd_names_and_strays(tmp_path: Path) -> None:
+    """Does a zip with a resubmission suffix, a Colab "Copy of", underscores for dashes and an
+    LMS LATE tag give four submissions, each stray file listed with its reason?"""
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {
+        f"ada_LATE_12345_678_{LAB}-1.ipynb": "ada",
+        f"week0/ben_1_2_Copy of {LAB}.ipynb": "ben",
+        "cy_3_4_00_warmup.ipynb": "cy",
+        f"Dee Ng_99_assignsubmission_file_/{LAB}.ipynb": "dee",  # Moodle: the student in the folder
+        "readme.txt": "not a notebook",
+        "eve_5_6_99-unknown-lab.ipynb": "{}",
+        f"{LAB}.ipynb": "nobody's",
+        f"__MACOSX/._ada_{LAB}.ipynb": "resource fork",
+    })
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == [("Dee Ng", LAB), ("ada", LAB), ("ben", LAB), ("cy", LAB)]
+    assert [_graded(root, s) for s in ("ada", "ben", "cy", "Dee Ng")] == ["ada", "ben", "cy", "dee"]
+    assert _reasons(collected) == {
+        "readme.txt": "not a notebook",
+        "eve_5_6_99-unknown-lab.ipynb": f"no lab of the course in its name (labs: {LAB})",
+        f"{LAB}.ipynb": "no student id in its name (STUDENT_..._LAB.ipynb) or its folder's",
+    }
+    assert collected.late == {("ada", LAB): "LATE"}
+    assert (root / "submitted" / "ada" / LAB / LATE_FILE).read_text().strip() == "LATE"
+
+
+def test_latest_resubmission_wins(tmp_path: Path) -> None:
+    """With -1 and -2 (and the original) from one student, is -2 graded and the others listed?"""
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {
+        f"ada_1_2_{LAB}-2.ipynb": "second resubmission",
+        f"ada_1_2_{LAB}-1.ipynb": "first resubmission",
+        f"ada_1_2_{LAB}.ipynb": "original",
+    })
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == [("ada", LAB)] and _graded(root, "ada") == "second resubmission"
+    assert sorted(_reasons(collected)) == [f"ada_1_2_{LAB}-1.ipynb", f"ada_1_2_{LAB}.ipynb"]
+    assert all(f"ada_1_2_{LAB}-2.ipynb is graded instead" in r for r in _reasons(collected).values())
+
+
+def test_blackboard_time_is_kept_for_nbgrader(tmp_path: Path) -> None:
+    """Does a submission time in the name reach `late` and nbgrader's timestamp.txt?"""
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb": "{}"})
+    assert collect(root, archive, [LAB]).late == {("eve", LAB): "2024-03-01 15:04:05"}
+    assert (root / "submitted" / "eve" / LAB / "timestamp.txt").read_text().strip() == "2024-03-01 15:04:05"
+
+
+def test_stray_files_in_a_folder_are_listed(tmp_path: Path) -> None:
+    """In a folder source, are a text file, a notebook for no lab and an extra notebook listed?"""
+    root = make_course(tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    (inbox / "ada" / LAB).mkdir(parents=True)
+    (inbox / "ada" / LAB / f"{LAB}.ipynb").write_text("ada")
+    (inbox / "ada" / LAB / "scratch.ipynb").write_text("scratch")
+    (inbox / "ada" / "notes.txt").write_text("notes")
+    (inbox / "ada" / "99-other.ipynb").write_text("{}")
+    (inbox / ".DS_Store").write_text("")
+    collected = collect(root, inbox, [LAB])
+    assert collected.pairs == [("ada", LAB)]
+    assert _reasons(collected) == {
+        "ada/99-other.ipynb": f"no lab of the course in its name (labs: {LAB})",
+        "ada/notes.txt": "not a notebook",
+        f"ada/{LAB}/scratch.ipynb": f"another notebook beside {LAB}.ipynb, which is graded",
+    }
+
+
+def test_symbolic_links_are_listed_not_followed(tmp_path: Path) -> None:
+    """Is a submitted link to one of the grader's files listed, and its target never copied?"""
+    root = make_course(tmp_path / "course")
+    secret = tmp_path / "gradebook-secret.txt"
+    secret.write_text("secret")
+    (tmp_path / "inbox" / "ada" / LAB).mkdir(parents=True)
+    (tmp_path / "inbox" / "ada" / LAB / f"{LAB}.ipynb").write_text("ada")
+    (tmp_path / "inbox" / "ada" / LAB / "data.txt").symlink_to(secret)
+    (tmp_path / "inbox" / "ben").mkdir()
+    (tmp_path / "inbox" / "ben" / f"{LAB}.ipynb").symlink_to(secret)
+    collected = collect(root, tmp_path / "inbox", [LAB])
+    assert collected.pairs == [("ada", LAB)]
+    assert _reasons(collected) == {f"ada/{LAB}/data.txt": "a symbolic link, not followed",
+                                   f"ben/{LAB}.ipynb": "a symbolic link, not followed"}
+    assert not any("secret" in p.read_text() for p in (root / "submitted").rglob("*") if p.is_file())
+
+
+def test_flat_layout_inside_submitted(tmp_path: Path) -> None:
+    """Is submitted/STUDENT/LAB.ipynb graded in place, and is a rerun silent about it?"""
+    root = make_course(tmp_path / "course")
+    submitted = root / "submitted"
+    (submitted / "ada").mkdir(parents=True)
+    (submitted / "ada" / f"{LAB}.ipynb").write_text("ada")
+    (submitted / "ben" / LAB).mkdir(parents=True)
+    (submitted / "ben" / LAB / f"{LAB}.ipynb").write_text("ben")
+    for _ in range(2):
+        collected = collect(root, submitted, [LAB])
+        assert collected.pairs == [("ada", LAB), ("ben", LAB)] and collected.not_graded == []
+        assert _graded(root, "ada") == "ada" and (submitted / "ada" / f"{LAB}.ipynb").is_file()
+
+
+def test_newer_flat_file_replaces_the_lab_folder_in_submitted(tmp_path: Path) -> None:
+    """When submitted/ada/LAB.ipynb is newer than submitted/ada/LAB/, is it graded and the folder listed?"""
+    root = make_course(tmp_path / "course")
+    folder = root / "submitted" / "ada" / LAB
+    folder.mkdir(parents=True)
+    (folder / f"{LAB}.ipynb").write_text("old")
+    os.utime(folder / f"{LAB}.ipynb", (1_000_000, 1_000_000))
+    (folder.parent / f"{LAB}.ipynb").write_text("new")
+    collected = collect(root, root / "submitted", [LAB])
+    assert _graded(root, "ada") == "new" and [n for n, _ in collected.not_graded] == [f"ada/{LAB}/"]
+
+
+def test_unknown_student_or_lab_is_an_error(tmp_path: Path, capsys) -> None:
+    """Does `grade --student` or `--lab` with an unknown name exit 2 naming the known ones?"""
+    root = make_course(tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    for student in ("ada", "ben"):
+        (inbox / student).mkdir(parents=True)
+        nbformat.write(released(), str(inbox / student / f"{LAB}.ipynb"))
+    assert cli.main(["--course", str(root), "grade", str(inbox), "--student", "zed", "--no-progress"]) == 2
+    assert "no student zed" in (err := capsys.readouterr().err) and "ada, ben" in err
+    assert cli.main(["--course", str(root), "grade", str(inbox), "--lab", "99-x", "--no-progress"]) == 2
+    assert "no lab 99-x" in (err := capsys.readouterr().err) and LAB in err
+    assert not (root / "grades.csv").exists()
 
 
 @pytest.mark.slow
-def test_lms_zip_is_collected_with_nbgrader_zip_collect(tmp_path: Path) -> None:
-    """Is an LMS download (files named STUDENT_..._LAB.ipynb, in folders or not) collected
-    per student by nbgrader zip_collect?"""
+def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
+    """Are all three odd LMS names graded, the LATE tag in grades.csv's late column, and the
+    stray files and the superseded resubmission in the summary?"""
     root = make_course(tmp_path / "course")
-    archive = tmp_path / "class.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr(f"ada_12345_678_{LAB}.ipynb", nbformat.writes(answered()))
-        zf.writestr(f"week0/ben_{LAB}.ipynb", nbformat.writes(released()))
-        zf.writestr("readme.txt", "not a notebook")
-    collect(root, archive, [LAB])
-    for student in ("ada", "ben"):
-        assert (root / "submitted" / student / LAB / f"{LAB}.ipynb").is_file(), student
+    archive = _zip(tmp_path / "class.zip", {
+        f"ada_LATE_12345_678_{LAB}-1.ipynb": nbformat.writes(answered()),
+        f"ada_12345_678_{LAB}.ipynb": nbformat.writes(released()),
+        f"ben_1_2_Copy of {LAB}.ipynb": nbformat.writes(answered("relu")),
+        "cy_3_4_00_warmup.ipynb": nbformat.writes(released()),
+        "readme.txt": "not a notebook",
+    })
+    outcomes = pipeline.grade(root, archive, pipeline.Options(jobs=2, progress=False))
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == \
+        {"ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, "")}
+    text = pipeline.summary(outcomes)
+    assert "  not graded: readme.txt: not a notebook" in text
+    assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text

@@ -1,0 +1,148 @@
+"""The sandboxed child of the independent check: it runs a submission's code cells, then
+answers the grader's calls on what they defined, and nothing else.
+
+Started by ``autograder.grading.recheck`` as ``python -m autograder.grading.child RFD WFD``
+inside the sandbox, with two pipes on file descriptors RFD (requests in) and WFD (replies
+out). What the student's code prints goes nowhere: standard output and error are closed
+to it, so it cannot disturb the conversation (and whatever it writes on WFD itself is
+only a reply the grader parses like any other: it can choose what its answers return,
+which is what is graded anyway).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from autograder.grading import wire
+from autograder.grading.remote import Connection
+
+
+class CellTimeout(BaseException):
+    """A cell ran past its time limit (a BaseException, so ``except Exception`` cannot keep it)."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise CellTimeout("the cell ran past its time limit")
+
+
+def _python(source: str) -> str:
+    """The cell as plain Python (magics become get_ipython() calls, which fail here)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - without IPython the cell is run as it is
+        return source
+
+
+def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | None]:
+    """Run the cells in order like a kernel that goes on after an error; the error of each."""
+    errors: list[str | None] = []
+    signal.signal(signal.SIGALRM, _alarm)
+    for i, source in enumerate(cells):
+        try:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            exec(compile(_python(source), f"<cell {i + 1}>", "exec"), namespace)  # noqa: S102 - sandboxed
+            errors.append(None)
+        except BaseException as err:  # noqa: BLE001 - SystemExit and timeouts included
+            errors.append(f"{type(err).__name__}: {err}"[:300])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return errors
+
+
+@contextlib.contextmanager
+def _forbidding(candidate: Any, rules: Any) -> Iterator[None]:
+    """The check's ``forbidden`` blocks, applied here around the call."""
+    from autograder.checks.core import forbidden
+
+    with contextlib.ExitStack() as stack:
+        for targets, instead in rules or []:
+            stack.enter_context(forbidden(candidate, [str(t) for t in targets], str(instead)))
+        yield
+
+
+class Child(Connection):
+    """The child's side: loads the cells, serves ``global``, ``getattr`` and ``call``."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        super().__init__(rfd, wfd, trusting=True)
+        self.namespace: dict[str, Any] = {"__name__": "__main__"}
+
+    def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
+        op = message.get("op")
+        if op == "load":
+            return run_cells([str(c) for c in message["cells"]], self.namespace,
+                             float(message.get("limit", 30))), {}, {}
+        if op == "global":
+            name = str(message.get("name"))
+            if name not in self.namespace:
+                raise NameError(f"name '{name}' is not defined")
+            return self.namespace[name], {}, {}
+        target = self.exported.get(message.get("target"))  # type: ignore[arg-type]
+        if target is None:
+            raise LookupError("no such object")
+        if op == "getattr":
+            return getattr(target, str(message.get("name"))), {}, {}
+        if op == "call":
+            return self._call(target, message, blobs)
+        raise ValueError(f"unknown request {op!r}")
+
+    def _call(self, target: Any, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
+        rng = blobs.pop("rng", None)
+        leaves: list[torch.Tensor] = []
+        args, kwargs = self.decode([message.get("args"), message.get("kwargs")], blobs, leaves)
+        function = target
+        if message.get("scenario"):
+            module, _, name = str(message["scenario"]).partition(":")
+            if not module.startswith("autograder.checks."):
+                raise ValueError("scenarios come from autograder.checks")
+            function = getattr(importlib.import_module(module), name)
+            args = [target, *args]
+        if isinstance(rng, torch.Tensor):
+            torch.set_rng_state(rng)
+        versions = [(key, t, t._version) for key, t in blobs.items()]
+        root = target.__self__ if isinstance(target, types.MethodType) else target  # a method: its object
+        with torch.set_grad_enabled(bool(message.get("grad", True))), _forbidding(root, message.get("forbid")):
+            value = function(*args, **(kwargs or {}))
+        extra: dict[str, Any] = {}
+        tensors = {"rng": torch.get_rng_state()}
+        changed = [key for key, t, version in versions if t._version != version]
+        if changed:  # arguments changed in place: the caller's copies change too
+            extra["changed"] = changed
+            tensors.update({f"changed-{key}": blobs[key].detach().contiguous() for key in changed})
+        if isinstance(value, torch.Tensor) and value.requires_grad and value.dim() == 0 and leaves:
+            grads = torch.autograd.grad(value, leaves, allow_unused=True)
+            extra["grads"] = [None if g is None else f"grad{i}" for i, g in enumerate(grads)]
+            tensors.update({f"grad{i}": g.detach().contiguous() for i, g in enumerate(grads) if g is not None})
+        return value, extra, tensors
+
+    def run(self) -> None:
+        while True:
+            try:
+                message, blobs = wire.receive(self.rfd)
+            except wire.PeerGone:
+                return
+            self.serve(message, blobs)
+
+
+def main(argv: list[str]) -> None:
+    rfd, wfd = int(argv[0]), int(argv[1])
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    Child(rfd, wfd).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,155 @@
+"""The independent check: every graded exercise checked again by a process that never ran
+student code.
+
+The grader (this process) takes each graded test cell from the *source* notebook, hidden
+tests included, and runs it here with the check functions of its own, pristine
+``autograder.checks``; the names the test cell checks (``softmax``, ``MultiHeadAttention``)
+are handles to what the submission's code cells defined in a sandboxed child
+(``autograder.grading.child``). The child only answers calls: tensors and plain values
+cross, live objects never do. So a submission that patches torch, plants a module, fakes
+``autograder.checks`` or rewrites its test cells changes only its own process, where
+nothing is decided.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from autograder.grading import wire
+from autograder.grading.remote import Connection
+
+
+@dataclass
+class Verdict:
+    """The independent check's result for one graded test cell."""
+
+    passed: bool
+    message: str = ""
+
+
+def test_cells(source: Path) -> dict[str, str]:
+    """grade_id -> code of every graded code cell of a source notebook (hidden tests included)."""
+    nb = nbformat.read(str(source), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def answer_cells(submission: Path) -> list[str]:
+    """The code cells a submission runs before its tests can be called: all but the graded
+    test cells, in order."""
+    nb = nbformat.read(str(submission), as_version=4)
+    return [c.source for c in nb.cells
+            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def candidate_names(code: str) -> list[str]:
+    """The names a test cell hands to its checks: ``check_x(NAME, ...)``."""
+    names = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_") \
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id not in names:
+            names.append(node.args[0].id)
+    return names
+
+
+def _namespace() -> dict[str, Any]:
+    """Globals for a test cell: real builtins, except that ``import sys`` gives a view whose
+    ``modules`` is a copy (the hidden tests' re-import guards the kernel; here our modules
+    are pristine and stay loaded)."""
+    view = types.ModuleType("sys")
+    view.__dict__.update(vars(sys))
+    view.modules = dict(sys.modules)  # type: ignore[attr-defined]
+    real_import = builtins.__import__
+
+    def guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        return view if name == "sys" else real_import(name, *args, **kwargs)
+    return {"__builtins__": {**vars(builtins), "__import__": guarded_import}, "__name__": "__grader__"}
+
+
+class Child:
+    """The sandboxed child process and the connection to it."""
+
+    def __init__(self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float) -> None:
+        to_child, from_grader = os.pipe()
+        from_child, to_grader = os.pipe()
+        argv = wrap([sys.executable, "-m", "autograder.grading.child", str(to_child), str(to_grader)])
+        self.proc = subprocess.Popen(argv, pass_fds=(to_child, to_grader), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        os.close(to_child)
+        os.close(to_grader)
+        self.connection = Connection(from_child, from_grader, trusting=False, timeout=timeout)
+
+    def request(self, document: dict) -> Any:
+        reply, blobs = self.connection.request(document, {})
+        return self.connection._reply_value(reply, blobs)
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for fd in (self.connection.rfd, self.connection.wfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The checks print "check_x passed."; the grader's output stays clean."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
+            env: dict[str, str] | None = None, cell_timeout: float = 30.0, call_timeout: float = 120.0,
+            deadline: float | None = None) -> dict[str, Verdict]:
+    """Run every graded test cell of ``source`` here against the answers of ``submission``
+    (an autograded notebook), its code run in a child started through ``wrap`` (the
+    sandbox). Returns grade_id -> Verdict; a child that dies or stops answering fails the
+    exercises not yet checked."""
+    cells = test_cells(source)
+    verdicts: dict[str, Verdict] = {}
+    child = Child(wrap, env, call_timeout)
+    try:
+        child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})
+        for grade_id, code in cells.items():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the independent check ran out of time")
+            namespace = _namespace()
+            for name in candidate_names(code):
+                with contextlib.suppress(NameError):
+                    namespace[name] = child.request({"op": "global", "name": name})
+            try:
+                with _quiet():
+                    exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
+                verdicts[grade_id] = Verdict(True)
+            except (wire.WireError, TimeoutError):
+                raise
+            except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
+                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}")
+            if child.connection.broken:
+                raise wire.PeerGone(child.connection.broken)
+    except (wire.WireError, TimeoutError, OSError) as err:
+        reason = ("the submission's process stopped answering (it ran too long)"
+                  if isinstance(err, TimeoutError) or "TimeoutError" in str(err)
+                  else f"the submission's process broke off ({err})")
+        for grade_id in cells:
+            verdicts.setdefault(grade_id, Verdict(False, reason))
+    finally:
+        child.close()
+    return verdicts

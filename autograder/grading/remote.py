@@ -1,0 +1,302 @@
+"""Objects on the other side of a process boundary: the grader calls a student's answers
+in a sandboxed child, and the child may call back the grader's test doubles.
+
+Both sides hold a ``Connection`` over two pipes. A request names an object the other side
+exported (``{"$ref": id}``) and what to do with it (call it, read a public attribute); the
+reply is a plain value (see ``wire``) or a handle to a new exported object. While waiting
+for its reply, a side answers the requests that the other side sends meanwhile, so a
+student's ``greedy_decode`` can call the grader's model, which answers with tensors.
+
+The grader trusts nothing it receives: it decodes plain values only, never imports or
+unpickles what the child names, and serves callbacks on objects it exported itself, with
+public attribute names only, never handing out a class or a module.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import importlib
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from autograder.grading import wire
+
+
+class RemoteError(Exception):
+    """An exception raised on the other side; its class is named after the original."""
+
+
+def _exception(name: str, message: str) -> BaseException:
+    """The exception to raise here for one raised there: builtins keep their class (so that
+    ``except ValueError`` works), the checks' own failures theirs, the rest a RemoteError."""
+    if name in ("CheckFailed", "ForbiddenCall"):
+        from autograder.checks import core
+
+        return getattr(core, name)(message)
+    klass = getattr(builtins, name, None)
+    if isinstance(klass, type) and issubclass(klass, Exception) and klass.__module__ == "builtins":
+        with contextlib.suppress(Exception):
+            return klass(message)
+    return type(name if name.isidentifier() else "RemoteError", (RemoteError,), {})(message)
+
+
+class _Bridge(torch.autograd.Function):
+    """A scalar computed on the other side, made differentiable here with the gradients that
+    side computed: ``value.backward()`` fills the ``.grad`` of the tensors that were sent."""
+
+    @staticmethod
+    def forward(ctx: Any, value: torch.Tensor, grads: list, *leaves: torch.Tensor) -> torch.Tensor:
+        ctx.grads = grads
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple:
+        return (None, None, *[None if g is None else grad_output * g for g in ctx.grads])
+
+
+class Connection:
+    """One side of the boundary. ``trusting`` is the child's: it may rebuild the grader's
+    dataclasses by importing them; the grader never does."""
+
+    def __init__(self, rfd: int, wfd: int, *, trusting: bool, timeout: float | None = None) -> None:
+        self.rfd, self.wfd, self.trusting, self.timeout = rfd, wfd, trusting, timeout
+        self.exported: dict[int, Any] = {}
+        self.proxies: dict[int, Any] = {}
+        self.params: dict[int, tuple[int, torch.Tensor]] = {}
+        self.forbid: list[tuple[list[str], str]] = []
+        self.broken: str | None = None  # why the conversation cannot go on
+
+    # ------------------------------------------------------------------ values
+
+    def export(self, obj: Any) -> dict:
+        if not self.trusting and isinstance(obj, (type, types.ModuleType)):
+            raise TypeError(f"{type(obj).__name__} objects do not cross to the sandbox")
+        self.exported[id(obj)] = obj
+        kind = ("module" if isinstance(obj, torch.nn.Module) else "class" if isinstance(obj, type)
+                else "callable" if callable(obj) else "object")
+        return {"$ref": id(obj), "kind": kind}
+
+    def _handle_out(self, obj: Any, encoder: wire.Encoder) -> dict:
+        if isinstance(obj, (RemoteObject, RemoteModule)) and obj._remote[0] is self:
+            return {"$own": obj._remote[1]}
+        if isinstance(obj, (types.GeneratorType, map, filter, zip)):
+            return {"$iter": [encoder(v) for v in obj]}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and type(obj).__module__.startswith("autograder."):
+            return {"$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
+                    "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})}
+        return self.export(obj)
+
+    def encode(self, value: Any, leaves: list | None = None,
+               sources: dict | None = None) -> tuple[Any, dict[str, torch.Tensor]]:
+        """JSON and tensors for ``value``; tensors that require grad are appended to ``leaves``,
+        and ``sources`` maps each tensor's key to the tensor that was sent."""
+        encoder = wire.Encoder(lambda obj: self._handle_out(obj, encoder))
+        if sources is not None:
+            encoder.sources = sources
+        if leaves is not None:
+            plain_tensor = encoder.tensor
+
+            def tensor(t: torch.Tensor) -> dict:
+                if t.requires_grad:
+                    leaves.append(t)
+                return plain_tensor(t)
+            encoder.tensor = tensor  # type: ignore[method-assign]
+        return encoder(value), encoder.tensors
+
+    def _handle_in(self, node: dict, decoder: wire.Decoder) -> Any:
+        if "$own" in node:
+            try:
+                return self.exported[node["$own"]]
+            except (KeyError, TypeError):
+                raise wire.WireError("a handle to an object this side never exported") from None
+        if "$iter" in node and isinstance(node["$iter"], list):
+            return iter([decoder(v) for v in node["$iter"]])
+        if "$ref" in node and isinstance(node["$ref"], int):
+            ref = node["$ref"]
+            if ref not in self.proxies:
+                kind = node.get("kind")
+                self.proxies[ref] = RemoteModule(self, ref) if kind == "module" else RemoteObject(self, ref, kind)
+            return self.proxies[ref]
+        if "$dataclass" in node and self.trusting:
+            module, _, qualname = str(node["$dataclass"]).partition(":")
+            klass = getattr(importlib.import_module(module), qualname)
+            return klass(**decoder(node["fields"]))
+        raise wire.WireError(f"a value this side does not accept: {sorted(node)[:3]}")
+
+    def _tensor_in(self, node: dict, t: torch.Tensor, leaves: list) -> torch.Tensor:
+        if self.trusting and node.get("grad") and t.is_floating_point():
+            t.requires_grad_()
+            leaves.append(t)
+        param = node.get("param")
+        if isinstance(param, list) and len(param) == 2:  # one Parameter read twice is one tensor here
+            seen = self.params.get(param[0])
+            if seen is not None and seen[0] == param[1]:
+                return seen[1]
+            self.params[param[0]] = (param[1], t)
+        return t
+
+    def decode(self, node: Any, tensors: dict[str, torch.Tensor], leaves: list | None = None) -> Any:
+        """The value of ``node``; on the trusting side, tensors sent with requires_grad get it
+        back and are appended to ``leaves``."""
+        found = [] if leaves is None else leaves
+        decoder = wire.Decoder(tensors, lambda n: self._handle_in(n, decoder),
+                               lambda n, t: self._tensor_in(n, t, found))
+        return decoder(node)
+
+    # ------------------------------------------------------------------ requests
+
+    def request(self, document: dict, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+        """Send a request and return its reply, serving the peer's requests meanwhile."""
+        if self.broken:
+            raise wire.PeerGone(self.broken)
+        try:
+            wire.send(self.wfd, wire.pack(document, tensors))
+            while True:
+                message, blobs = wire.receive(self.rfd, self.timeout)
+                if "op" not in message:
+                    return message, blobs
+                self.serve(message, blobs)
+        except (wire.WireError, TimeoutError) as err:
+            self.broken = f"{type(err).__name__}: {err}"
+            raise
+
+    def serve(self, message: dict, blobs: dict[str, torch.Tensor]) -> None:
+        """Answer one request of the peer."""
+        try:
+            value, extra, extra_tensors = self.handle(message, blobs)
+            document, tensors = self.encode(value)
+            reply: dict[str, Any] = {"value": document, **extra}
+            tensors.update(extra_tensors)
+        except Exception as err:  # noqa: BLE001 - any failure is the reply, not a crash
+            reply, tensors = {"error": [type(err).__name__, str(err)[:4000]]}, {}
+        wire.send(self.wfd, wire.pack(reply, tensors))
+
+    def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
+        """The grader's side of callbacks: call an exported object, or read a public attribute."""
+        target = self.exported.get(message.get("target"))  # type: ignore[arg-type]
+        if target is None:
+            raise LookupError("no such object")
+        if message["op"] == "getattr":
+            name = str(message.get("name"))
+            if name.startswith("_"):
+                raise AttributeError(f"{name} is not readable across the boundary")
+            return getattr(target, name), {}, {}
+        if message["op"] == "call":
+            args, kwargs = self.decode([message.get("args"), message.get("kwargs")], blobs)
+            return target(*args, **(kwargs or {})), {}, {}
+        raise ValueError(f"unknown request {message['op']!r}")
+
+    def _reply_value(self, reply: dict, blobs: dict) -> Any:
+        if "error" in reply:
+            error = reply["error"]
+            if not (isinstance(error, list) and len(error) == 2):
+                raise wire.WireError("a malformed error reply")
+            raise _exception(str(error[0]), str(error[1]))
+        return self.decode(reply.get("value"), blobs)
+
+    def getattr(self, ref: int, name: str) -> Any:
+        reply, blobs = self.request({"op": "getattr", "target": ref, "name": name}, {})
+        return self._reply_value(reply, blobs)
+
+    def call(self, ref: int, args: tuple, kwargs: dict, **extra: Any) -> Any:
+        """Call the peer's object ``ref``; the global random state and the grad mode travel
+        with the call, and a scalar that needs a gradient comes back differentiable."""
+        leaves: list[torch.Tensor] = []
+        sources: dict[str, torch.Tensor] = {}
+        document, tensors = self.encode([list(args), kwargs], leaves, sources)
+        request = {"op": "call", "target": ref, "args": document[0], "kwargs": document[1],
+                   "grad": torch.is_grad_enabled(), "forbid": self.forbid, **extra}
+        tensors["rng"] = torch.get_rng_state()
+        reply, blobs = self.request(request, tensors)
+        rng = blobs.pop("rng", None)
+        if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == tensors["rng"].shape:
+            torch.set_rng_state(rng)
+        value = self._reply_value(reply, blobs)
+        changed = reply.get("changed")
+        for key in changed if isinstance(changed, list) else []:
+            new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
+            if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
+                with torch.no_grad():
+                    old.copy_(new.to(old.dtype))
+        grads = reply.get("grads")
+        if isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves) \
+                and value.dim() == 0 and value.is_floating_point():
+            decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
+            if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
+                   for g, leaf in zip(decoded, leaves, strict=True)):
+                return _Bridge.apply(value, decoded, *leaves)
+        return value
+
+    @contextlib.contextmanager
+    def forbidding(self, targets: list[str], instead: str) -> Iterator[None]:
+        """While the block runs, the peer blocks ``targets`` around every call (core.forbidden)."""
+        self.forbid.append((list(targets), instead))
+        try:
+            yield
+        finally:
+            self.forbid.pop()
+
+
+class RemoteObject:
+    """A function, class or other object on the other side: call it, read its attributes."""
+
+    def __init__(self, connection: Connection, ref: int, kind: str | None) -> None:
+        object.__setattr__(self, "_remote", (connection, ref, kind))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        connection, ref, _ = self._remote
+        return connection.getattr(ref, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        connection, ref, _ = self._remote
+        return connection.call(ref, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self._remote[2] or 'object'} in the sandbox>"
+
+    def __remote_forbidden__(self, targets: list[str], instead: str) -> contextlib.AbstractContextManager:
+        return self._remote[0].forbidding(targets, instead)
+
+    def __remote_scenario__(self, function: Any, *args: Any) -> Any:
+        return _scenario(self._remote[0], self._remote[1], function, args)
+
+
+class RemoteModule(torch.nn.Module):
+    """An ``nn.Module`` living in the child: every public attribute and method is the child's
+    (``state_dict``, ``load_state_dict``, ``to``, ``eval``, ``forward``, ``attn_weights``...)."""
+
+    def __init__(self, connection: Connection, ref: int) -> None:  # no nn.Module state: it is all there
+        object.__setattr__(self, "_remote", (connection, ref, "module"))
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return object.__getattribute__(self, name)
+        connection, ref, _ = object.__getattribute__(self, "_remote")
+        return connection.getattr(ref, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        connection, ref, _ = self._remote
+        return connection.call(ref, args, kwargs)
+
+    def __repr__(self) -> str:
+        return "<nn.Module in the sandbox>"
+
+    def __remote_forbidden__(self, targets: list[str], instead: str) -> contextlib.AbstractContextManager:
+        return self._remote[0].forbidding(targets, instead)
+
+    def __remote_scenario__(self, function: Any, *args: Any) -> Any:
+        return _scenario(self._remote[0], self._remote[1], function, args)
+
+
+def _scenario(connection: Connection, ref: int, function: Any, args: tuple) -> Any:
+    module, qualname = function.__module__, function.__qualname__
+    if not module.startswith("autograder.checks.") or "." in qualname:
+        raise ValueError("a scenario is a module-level function of autograder.checks")
+    return connection.call(ref, args, {}, scenario=f"{module}:{qualname}")

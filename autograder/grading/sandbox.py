@@ -1,0 +1,285 @@
+"""Run student code in a bubblewrap sandbox (DESIGN.md, "Trust model of grading").
+
+``wrap(argv, scratch=..., limits=...)`` returns the command line that runs ``argv``
+sandboxed: ``python -m autograder.grading.sandbox OPTIONS -- ARGV``. That launcher is trusted
+code, run outside the sandbox; it clears the environment, sets the resource limits and starts
+``bwrap`` with:
+
+- the system (/usr, /etc without its secrets), the virtual environment, the Python it was
+  made from and the ``autograder`` package read-only; nothing else of the host: not the
+  repository, ``solutions/``, the gradebook, other students' files or anyone's home;
+- fresh /proc, /dev and /tmp (read-only), and one writable scratch folder, a tmpfs of
+  ``scratch_mb`` (so it is bounded and vanishes with the sandbox), the working directory;
+- the ``rw`` host folders writable (the kernel's IPC sockets), watched by the launcher, which
+  kills the sandbox when they hold more than ``scratch_mb``;
+- its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
+  outlives it (``--die-with-parent``; the PID namespace dies with its first process).
+
+Limits: address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), largest file (RLIMIT_FSIZE), no
+core files, and processes (RLIMIT_NPROC, set inside the sandbox's own user namespace so it
+counts the sandbox's processes alone). RLIMIT_NPROC does not bind uid 0, so as root the
+sandbox runs under a uid of its own (``UID_BASE`` + the launcher's pid): bwrap runs as root
+without a user namespace, drops every capability but setuid/setgid, and a first step inside
+switches to that uid before running ``argv``. File descriptors the caller passes stay open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+UID_BASE = 1_000_000_000  # as root: the sandbox's uid is this plus the launcher's pid, unique while it runs
+MAX_ENTRIES = 10_000  # files and folders the rw folders may hold (the watchdog's walk stays short)
+
+FIXES = """\
+Fixes:
+- Ubuntu 23.10+ and Debian 13 restrict unprivileged user namespaces with AppArmor ("setting
+  up uid map: Permission denied", "loopback: Failed RTM_NEWADDR"). Either load AppArmor's
+  bwrap-userns-restrict profile (shipped and loaded by the apparmor package from Ubuntu 25.04;
+  on 24.04 it comes with apparmor-profiles):
+      sudo apt-get install apparmor-profiles
+      sudo ln -s /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/
+      sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict
+  or allow them for everyone: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0
+- Inside a container (Docker, Podman) namespaces are often refused: grade on the host, or run
+  the container with user namespaces allowed (--security-opt seccomp=unconfined
+  --security-opt apparmor=unconfined).
+- bubblewrap missing: sudo apt-get install bubblewrap (Fedora: dnf install bubblewrap).
+- For a class whose code you trust, `python -m autograder grade --no-sandbox` grades without
+  it (the summary says so on every line)."""
+
+# Runs first inside the sandbox (as root: still uid 0 there): switch to the sandbox's uid,
+# then limit processes, in the sandbox's user namespace when it has one, so that the limit
+# counts its own processes and not every process of the instructor's account.
+INNER = """\
+import os, resource, sys
+uid, processes = int(sys.argv[1]), int(sys.argv[2])
+if uid >= 0:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
+
+
+class Unavailable(RuntimeError):
+    """bubblewrap is missing or cannot create its namespaces here (the message says how to fix it)."""
+
+
+@dataclass
+class Limits:
+    """What one sandboxed command may use."""
+
+    memory_mb: int = 4096  # address space of each process (RLIMIT_AS)
+    cpu_seconds: int = 900  # CPU time of each process (RLIMIT_CPU)
+    processes: int = 64  # processes and threads of the sandbox together (RLIMIT_NPROC)
+    file_mb: int = 256  # largest file it may write (RLIMIT_FSIZE)
+    scratch_mb: int = 512  # its scratch folder in all, and its rw folders in all
+
+
+def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits: Limits,
+         env: Mapping[str, str] | None = None, enabled: bool = True) -> list[str]:
+    """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
+    ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox)."""
+    out = [sys.executable, "-m", "autograder.grading.sandbox", "--scratch", str(scratch),
+           "--memory-mb", str(limits.memory_mb), "--cpu-seconds", str(limits.cpu_seconds),
+           "--processes", str(limits.processes), "--file-mb", str(limits.file_mb),
+           "--scratch-mb", str(limits.scratch_mb)]
+    for path in rw:
+        out += ["--rw", str(path)]
+    for key, value in (env or {}).items():
+        out += ["--env", f"{key}={value}"]
+    if not enabled:
+        out.append("--no-sandbox")
+    return [*out, "--", *argv]
+
+
+def probe() -> str | None:
+    """None when the sandbox works on this machine, else bwrap's error and how to fix it."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed, and grading runs every submission in its sandbox.\n" + FIXES
+    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
+        try:
+            run = subprocess.run(wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits()),
+                                 capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return "the bubblewrap sandbox did not start within 60 s.\n" + FIXES
+    if run.returncode == 0:
+        return None
+    said = run.stderr.strip() or f"exit status {run.returncode}"
+    return f"the bubblewrap sandbox does not work here:\n    {said}\n{FIXES}"
+
+
+# ----------------------------------------------------------------------------- the launcher
+
+def _read_only_paths() -> list[str]:
+    """The virtual environment, the Python it was made from, and the autograder package
+    alone: an editable install points into the repository, whose other files stay hidden."""
+    import autograder
+
+    package = os.path.dirname(os.path.realpath(autograder.__file__))
+    python = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
+    out: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, python, package)}):
+        if not any(path == top or path.startswith(top + "/") for top in ["/usr", "/etc", *out]):
+            out.append(path)  # not already bound with the system or with a folder above it
+    return out
+
+
+def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: int) -> list[str]:
+    args = [bwrap, "--die-with-parent", "--new-session"]
+    if uid >= 0:  # root: a user namespace would map the sandbox to uid 0, which RLIMIT_NPROC spares
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                 "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-all", "--unshare-user", "--disable-userns"]
+    args += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):  # merged /usr
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for secret in ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/ssl/private"):
+        if os.path.isfile(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+        elif os.path.isdir(secret):
+            args += ["--tmpfs", secret]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # --dir first: bwrap would make the folders above a mount point 0700, closed to the sandbox's uid
+    for path in _read_only_paths():
+        args += ["--dir", os.path.dirname(path), "--ro-bind", path, path]
+    args += ["--dir", os.path.dirname(scratch),
+             "--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", scratch]
+    for path in rw:
+        args += ["--dir", os.path.dirname(path), "--bind", path, path]
+    # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
+    return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
+
+
+def _environment(scratch: str, extra: list[str]) -> dict[str, str]:
+    """A minimal environment: none of the instructor's variables (tokens, paths, home)."""
+    env = {"PATH": f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
+           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):  # nbgrader sets them while it runs a notebook
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(item.split("=", 1) for item in extra)
+    return env
+
+
+def _limit(which: int, soft: int, hard: int | None = None) -> None:
+    ceiling = resource.getrlimit(which)[1]  # an unprivileged process cannot raise its hard limit
+    if ceiling != resource.RLIM_INFINITY:
+        soft, hard = min(soft, ceiling), min(soft if hard is None else hard, ceiling)
+    resource.setrlimit(which, (soft, soft if hard is None else hard))
+
+
+def _set_limits(limits: Limits) -> None:
+    _limit(resource.RLIMIT_AS, limits.memory_mb * 2**20)
+    _limit(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5)  # SIGXCPU, then SIGKILL
+    _limit(resource.RLIMIT_FSIZE, limits.file_mb * 2**20)
+    _limit(resource.RLIMIT_CORE, 0)  # a segfault leaves no core file behind
+
+
+def _usage(paths: list[str]) -> tuple[int, int]:
+    """Bytes on disk and entries under ``paths``, symlinks not followed (stops past MAX_ENTRIES)."""
+    size, entries, todo = 0, 0, list(paths)
+    while todo and entries <= MAX_ENTRIES:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    size += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+        except OSError:
+            continue
+    return size, entries
+
+
+def _give(path: str, uid: int) -> None:
+    """Make ``path`` and what it holds the sandbox uid's (symlinks themselves, never their targets)."""
+    os.lchown(path, uid, uid)
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]) -> int:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        print("sandbox: bubblewrap (bwrap) is not installed\n" + FIXES, file=sys.stderr)
+        return 127
+    uid = UID_BASE + os.getpid() if os.geteuid() == 0 else -1
+    for path in args.rw:
+        os.makedirs(path, exist_ok=True)
+        if uid >= 0:
+            _give(path, uid)
+    command = [*_bwrap_args(bwrap, args.scratch, args.rw, limits, uid),
+               os.path.abspath(sys.executable), "-I", "-S", "-c", INNER, str(uid), str(limits.processes), *args.argv]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: bwrap dies with this launcher
+            _set_limits(limits)
+            os.execve(bwrap, command, env)
+        finally:
+            os._exit(127)
+    # the caller's descriptors belong to the sandbox now: without our copy, its pipes see EOF when it ends
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    done = os.pidfd_open(pid)
+    while not select.select([done], [], [], 0.2 if args.rw else None)[0]:
+        size, entries = _usage(args.rw)
+        if size > limits.scratch_mb * 2**20 or entries > MAX_ENTRIES:
+            os.kill(pid, signal.SIGKILL)
+            print(f"sandbox: stopped, it wrote more than {limits.scratch_mb} MiB or {MAX_ENTRIES} files "
+                  f"outside its scratch folder", file=sys.stderr)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return code if code >= 0 else 128 - code  # killed by signal N: 128 + N, as a shell says
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.grading.sandbox",
+                                     description="Run a command in the grading sandbox (see the module's docstring).")
+    parser.add_argument("--scratch", required=True, help="the command's working folder (a tmpfs in the sandbox)")
+    parser.add_argument("--rw", action="append", default=[], help="a host folder it may write (repeatable)")
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="address space of each process, MiB")
+    parser.add_argument("--cpu-seconds", type=int, default=Limits.cpu_seconds, help="CPU time of each process")
+    parser.add_argument("--processes", type=int, default=Limits.processes, help="processes and threads in all")
+    parser.add_argument("--file-mb", type=int, default=Limits.file_mb, help="largest file it may write, MiB")
+    parser.add_argument("--scratch-mb", type=int, default=Limits.scratch_mb,
+                        help="size of the scratch folder, and of the rw folders together, MiB")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an environment variable")
+    parser.add_argument("--no-sandbox", action="store_true", help="same limits and environment, no bubblewrap")
+    parser.add_argument("argv", nargs="+", help="the command (after --)")
+    args = parser.parse_args(argv)
+    args.scratch = os.path.abspath(args.scratch)
+    if os.path.isabs(args.argv[0]):  # a "/x/../python" path may pass through folders the sandbox lacks
+        args.argv[0] = os.path.normpath(args.argv[0])
+    args.rw = [os.path.abspath(p) for p in args.rw]
+    limits = Limits(args.memory_mb, args.cpu_seconds, args.processes, args.file_mb, args.scratch_mb)
+    env = _environment(args.scratch, args.env)
+    if not args.no_sandbox:
+        return _run_sandboxed(args, limits, env)
+    # no sandbox: the same limits but processes (without a user namespace RLIMIT_NPROC would
+    # count every process of the instructor's account), the same environment, in a host folder
+    os.makedirs(args.scratch, exist_ok=True)
+    os.chdir(args.scratch)
+    _set_limits(limits)
+    os.execvpe(args.argv[0], args.argv, env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Does a student's feedback keep the check's message and lose the hidden tests and the
+grader's file paths?"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from grading_helpers import LAB, REPO, answered, index_of, submit, with_cell
+
+from autograder.grading import pipeline
+from autograder.grading.feedback import DROPPED, ClearHiddenTestsAndPaths
+
+TEST_CELL = """from autograder.checks import check_relu
+check_relu(relu)
+### BEGIN HIDDEN TESTS
+for seed in (1, 2, 3):
+    check_relu(relu, seed=seed)
+### END HIDDEN TESTS"""
+
+# "Cell In[4]" frames as IPython colours them, and one frame in a file of the grader
+RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[39m"
+HIDDEN_FRAME = (f"Cell In[4], line 5\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
+                f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n{GREEN}----> 5{RESET}     check_relu(relu, seed=seed)\n"
+                f"{GREEN}      6{RESET} ### END HIDDEN TESTS\n")
+VISIBLE_FRAME = (f"Cell In[4], line 2\n{GREEN}      1{RESET} from autograder.checks import check_relu\n"
+                 f"{GREEN}----> 2{RESET} check_relu(relu)\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
+                 f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n")
+FILE_FRAME = "File /opt/course/autograder/checks/core.py:54, in check.<locals>.wrapper(*args)\n     54 raise\n"
+MESSAGE = f"{RED}CheckFailed{RESET}: check_relu failed.\n  checked:  relu(x) (seed 1)"
+
+
+def _notebook(*frames: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(TEST_CELL, execution_count=4)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "test_relu", "points": 3, "solution": False}
+    cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="check_relu failed.",
+                                           traceback=["-" * 20, "CheckFailed   Traceback", *frames, MESSAGE])]
+    return nbformat.v4.new_notebook(cells=[cell])
+
+
+def _cleared(nb: nbformat.NotebookNode) -> tuple[str, list[str]]:
+    nb, _ = ClearHiddenTestsAndPaths(grader_paths=["/opt/course"]).preprocess(nb, {})
+    return nb.cells[0].source, nb.cells[0].outputs[0].traceback
+
+
+def test_hidden_block_and_its_frame_are_dropped_message_kept() -> None:
+    """Does a failing hidden test lose its source and frame, keeping the check's message last?"""
+    source, traceback = _cleared(_notebook(HIDDEN_FRAME, FILE_FRAME))
+    assert source == "from autograder.checks import check_relu\ncheck_relu(relu)"
+    assert traceback[-1] == MESSAGE
+    assert traceback[2:-1] == [DROPPED]  # the hidden frame and the file frame, one note for both
+    assert "seed=seed" not in "".join(traceback) and "/opt/course" not in "".join(traceback)
+
+
+def test_visible_frame_keeps_its_lines_without_the_hidden_ones() -> None:
+    """Does a failing visible check keep its frame, minus the hidden lines it quotes as context?"""
+    _, traceback = _cleared(_notebook(VISIBLE_FRAME))
+    frame = traceback[2]
+    assert "check_relu(relu)" in frame and "----> 2" in re.sub(r"\x1b\[[0-9;]*m", "", frame)
+    assert "HIDDEN" not in frame and "for seed" not in frame
+
+
+def test_grader_paths_are_replaced_in_printed_text() -> None:
+    """Is a grader's folder printed by a cell replaced, and the rest of the line kept?"""
+    cell = nbformat.v4.new_code_cell("print(path)")
+    printed = "saved in /opt/course/submitted/ben/x.ipynb\n"
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb, _ = ClearHiddenTestsAndPaths(grader_paths=["/opt/course"]).preprocess(nb, {})
+    assert nb.cells[0].outputs[0].text == "saved in <grader>\n"
+
+
+def _text(page: str) -> str:
+    """The text a reader sees in an HTML page (highlighting spans split the code into words)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.slow
+def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) -> None:
+    """In a real autograded lab whose hidden tests fail, does the feedback HTML show the
+    check's message but not the hidden tests, their seeds' loop, or the grader's paths?"""
+    from test_robustness import HARD_CODED_RELU
+
+    nb = answered("mean_squared_error")
+    nb.cells[index_of(nb, "relu")].source = HARD_CODED_RELU
+    nb = with_cell(nb, None, 'import json\njson.loads("{")')  # a traceback through the standard library
+    submit(tmp_path / "inbox", "hc", nb)
+    (outcome,) = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
+    assert (outcome.score, outcome.max_score) == (3, 5), outcome
+    page = (course / "feedback" / "hc" / LAB / f"{LAB}.html").read_text()
+    text = _text(page)
+    assert "check_relu failed." in text and "greatest difference" in text
+    assert "JSONDecodeError" in text
+    for secret in ("BEGIN HIDDEN TESTS", "for seed in (1, 2, 3)", "seed=seed", str(course), str(REPO),
+                   "site-packages", "json/decoder.py"):
+        assert secret not in text and secret not in page, secret
+    autograded = nbformat.read(str(course / "autograded" / "hc" / LAB / f"{LAB}.ipynb"), as_version=4)
+    assert "BEGIN HIDDEN TESTS" in autograded.cells[index_of(autograded, "test_relu")].source  # instructors keep them

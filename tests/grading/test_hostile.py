@@ -1,0 +1,205 @@
+"""The hostile-submission suite: one student per attack on the grade, graded for real (nbgrader,
+the sandbox, the independent check) on a temporary course, then a victim graded after all of
+them. Each attack earns 0, or exactly what its honest part earns; nothing it did is left
+behind (no file, no process, no connection); the victim gets exactly its own score."""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+from pathlib import Path
+
+import nbformat
+import pytest
+from grading_helpers import LAB, answered, released, submit, with_cell
+
+from autograder.grading import pipeline, sandbox
+
+PLANTED = "ch99_planted.py"
+
+INPUT_TRANSFORMER = '''
+def _skip_checks(lines):
+    return [line[:len(line) - len(line.lstrip())] + "pass\\n" if "check_" in line else line for line in lines]
+get_ipython().input_transformers_cleanup.append(_skip_checks)
+'''
+
+FAKE_CHECKS = '''
+import importlib.abc, importlib.machinery, sys, types
+
+class _Fake(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name == "autograder.checks":
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        module.__getattr__ = lambda name: (lambda *args, **kwargs: print(name, "passed."))
+        return module
+    def exec_module(self, module):
+        pass
+
+sys.meta_path.insert(0, _Fake())
+sys.modules.pop("autograder.checks", None)
+'''
+
+PATCHED_TORCH = '''
+import torch
+agree = lambda *args, **kwargs: True
+torch.allclose = agree
+torch.equal = agree
+torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(torch.as_tensor(a), dtype=torch.bool)
+torch.testing.assert_close = lambda *args, **kwargs: None
+torch.Tensor.__ne__ = lambda a, b: torch.zeros_like(a, dtype=torch.bool)
+
+def relu(x):
+    return x
+
+def mean_squared_error(prediction, target):
+    return prediction.sum()
+'''
+
+
+def planted_source() -> str:
+    target = Path(__import__("autograder.checks", fromlist=["x"]).__file__).parent / PLANTED
+    return (f"open({str(target)!r}, 'w').write('check_relu = check_mean_squared_error = "
+            f"lambda *args, **kwargs: print(\"passed.\")\\n')")
+
+
+def snoop_source(course: Path, home: Path) -> str:
+    paths = [course / "solutions" / LAB / f"{LAB}.ipynb", course / "gradebook.db", home / "secret.txt",
+             course / "submitted" / "zz-victim" / LAB / f"{LAB}.ipynb", course / "nbgrader_config.py"]
+    return (f"import os\nprint(dict(os.environ))\nfor p in {[str(p) for p in paths]!r}:\n"
+            "    try:\n        print(open(p).read()[:20000])\n    except OSError as err:\n        print(err)\n")
+
+
+def writer_source(course: Path, home: Path) -> str:
+    targets = [course / "written.txt", course / "notebooks" / LAB / "written.txt", home / "written.txt",
+               Path(pipeline.__file__).parent / "written.py", Path("/tmp/autograder-hostile-written.txt")]
+    return (f"for p in {[str(p) for p in targets]!r}:\n    try:\n        open(p, 'w').write('x')\n"
+            "    except OSError as err:\n        print(err)\n")
+
+
+def network_source(port: int) -> str:
+    return (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "except OSError as err:\n    print('no network:', err)\n")
+
+
+LINGER = "import subprocess\nsubprocess.Popen(['sleep', '987654'], start_new_session=True)\n"
+
+FORK_BOMB = '''
+import os, time
+children = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(987654)
+            os._exit(0)
+        children += 1
+except OSError as err:
+    print("stopped after", children, "processes:", err)
+'''
+
+DISK_FILL = '''
+import os
+written = 0
+try:
+    for i in range(100_000):
+        with open(f"fill-{i}", "wb") as f:
+            for _ in range(64):
+                f.write(b"0" * 2**20)
+                written += 1
+except OSError as err:
+    print("stopped after", written, "MiB:", err)
+'''
+
+SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
+          "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
+
+
+def _leftover_processes() -> list[str]:
+    """Processes that an attack could have left: sleepers, grading kernels, check children."""
+    out = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "987654" in text or "autograder.grading.kernel" in text or "autograder.grading.child" in text:
+            out.append(text)
+    return out
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
+
+
+@pytest.mark.slow
+def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: Path, monkeypatch) -> None:
+    """Does every attack on the grade score 0 (or its honest part), leave no file, process or
+    connection behind, and leave the victim graded after it with exactly its own score?"""
+    if sandbox.probe() is not None:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.probe()}")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text("HOME-SECRET-0451")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AUTOGRADER_TEST_SECRET", "ENV-SECRET-0451")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    package = Path(pipeline.__file__).parents[1]
+    package_files = _files(package)
+    stub = released()
+    cases = {  # student: (notebook, expected score, a phrase the summary must say or None)
+        "planted": (with_cell(released(), "relu", planted_source()), 0, None),
+        "transformer": (with_cell(released(), "relu", INPUT_TRANSFORMER), 0, "failed the independent check"),
+        "meta-path": (with_cell(released(), "relu", FAKE_CHECKS), 0, "failed the independent check"),
+        "torch-patch": (with_cell(released(), "relu", PATCHED_TORCH), 0, None),
+        "snoop": (with_cell(released(), "relu", snoop_source(course, home)), 0, None),
+        "writer": (with_cell(released(), "relu", writer_source(course, home)), 0, None),
+        "network": (with_cell(released(), "relu", network_source(port)), 0, None),
+        "linger": (with_cell(released(), "relu", LINGER), 0, None),
+        "fork-bomb": (with_cell(released(), "relu", FORK_BOMB), 0, None),
+        "disk-fill": (with_cell(released(), "relu", DISK_FILL), 0, None),
+        "ctypes": (with_cell(stub, "relu", "import ctypes\nctypes.string_at(0)"), 0, "the kernel died"),
+        "signals": (with_cell(answered(), "relu", SIGNALS), 5, None),
+        "zz-victim": (answered(), 5, None),
+    }
+    inbox = tmp_path / "inbox"
+    for student, (nb, _, _) in cases.items():
+        submit(inbox, student, nb)
+    course_files = _files(course)
+    try:
+        outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, memory_mb=2048, job_timeout=300,
+                                                                  progress=False))
+        planted_exists = (package / "checks" / PLANTED).exists()
+    finally:
+        (package / "checks" / PLANTED).unlink(missing_ok=True)
+    text = pipeline.summary(outcomes)
+    print(text)
+    by_student = {o.student: o for o in outcomes}
+    for student, (_, score, phrase) in cases.items():
+        assert (by_student[student].score, by_student[student].max_score) == (score, 5), f"{student}: {text}"
+        if phrase:
+            assert any(line.startswith(f"  {student} / {LAB}:") and phrase in line for line in text.splitlines()), \
+                f"{student}: no line saying {phrase!r} in\n{text}"
+    rows = {r["student_id"]: float(r["score"]) for r in csv.DictReader((course / "grades.csv").open())}
+    assert rows == {s: float(c[1]) for s, c in cases.items()}
+    # nothing left behind: no planted module, no file outside the grading outputs, no process, no connection
+    assert not planted_exists
+    assert _files(package) == package_files
+    grading_outputs = ("submitted", "autograded", "feedback", "grading-logs", "gradebook.db", "grades.csv")
+    assert {f for f in _files(course) - course_files if not f.startswith(grading_outputs)} == set()
+    assert not (home / "written.txt").exists() and not Path("/tmp/autograder-hostile-written.txt").exists()
+    assert _leftover_processes() == []
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    # nothing secret reached the snoop's feedback
+    feedback = (course / "feedback" / "snoop" / LAB / f"{LAB}.html").read_text()
+    for secret in ("HOME-SECRET-0451", "ENV-SECRET-0451", "BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "grade_cells"):
+        assert secret not in feedback, secret
+    autograded = nbformat.read(str(course / "autograded" / "snoop" / LAB / f"{LAB}.ipynb"), as_version=4)
+    printed = "".join(o.get("text", "") for c in autograded.cells for o in c.get("outputs", []))
+    assert "No such file or directory" in printed or "Permission denied" in printed or "Read-only" in printed
+    assert os.environ["AUTOGRADER_TEST_SECRET"] not in printed

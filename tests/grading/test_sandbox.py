@@ -1,0 +1,331 @@
+"""The sandbox every submission runs in: each attack is a small script run directly through
+the launcher (autograder.grading.sandbox), then the grading pipeline with and without it."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+from grading_helpers import LAB, REPO, answered, submit, with_cell
+
+from autograder.grading import pipeline, sandbox
+from autograder.grading.sandbox import Limits
+
+PROBLEM = sandbox.probe()
+needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=f"the sandbox does not work here: {PROBLEM}")
+
+
+# every script first makes sure that it runs in a PID namespace of its own: an attack run
+# unconfined by mistake (as root, os.kill(-1, 9) ends every process of the machine) refuses
+TRY = f'''
+import json, os, sys
+if os.readlink("/proc/self/ns/pid") == {os.readlink("/proc/self/ns/pid")!r}:
+    sys.exit("not in a sandbox: the attack is not run")
+def attempt(f, *args):
+    try:
+        return repr(f(*args))
+    except Exception as err:
+        return type(err).__name__
+'''
+
+
+def run(tmp_path: Path, code: str, limits: Limits | None = None, rw: tuple[Path, ...] = (),
+        timeout: float = 60, **popen) -> subprocess.CompletedProcess:
+    """Run the Python ``code`` (after TRY) in the sandbox; its last stdout line is JSON when it prints one."""
+    argv = sandbox.wrap([sys.executable, "-c", TRY + textwrap.dedent(code)], scratch=tmp_path / "scratch", rw=rw,
+                        limits=limits or Limits())
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **popen)
+
+
+def answer(result: subprocess.CompletedProcess):
+    assert result.stdout.strip(), f"no output (exit {result.returncode}): {result.stderr}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+
+
+@needs_sandbox
+def test_the_repository_solutions_and_other_folders_are_invisible(tmp_path: Path) -> None:
+    """Can the sandbox read the repository, solutions/, the gradebook or another temporary folder?
+    (The autograder package and the venv it needs are there, read-only.)"""
+    other = tmp_path / "other-student"
+    other.mkdir()
+    (other / "answers.txt").write_text("someone else's work")
+    solution = next((REPO / "solutions").rglob("*.ipynb"))
+    found = answer(run(tmp_path, f'''
+    print(json.dumps({{
+        "solution": attempt(lambda: open({str(solution)!r}).read(10)),
+        "solutions": attempt(os.listdir, {str(REPO / "solutions")!r}),
+        "config": attempt(lambda: open({str(REPO / "nbgrader_config.py")!r}).read(10)),
+        "other": attempt(lambda: open({str(other / "answers.txt")!r}).read()),
+        "repository": sorted(os.listdir({str(REPO)!r})),
+        "package": attempt(lambda: __import__("autograder.checks").__name__),
+    }}))'''))
+    for key in ("solution", "solutions", "config", "other"):
+        assert found[key] == "FileNotFoundError", (key, found[key])
+    assert set(found["repository"]) <= {"autograder", ".venv"}
+    assert found["package"] == "'autograder'"
+
+
+@needs_sandbox
+def test_nothing_outside_scratch_can_be_written(tmp_path: Path) -> None:
+    """Can the sandbox plant a module in autograder/checks, write into the venv, /tmp or the
+    root, while its scratch folder (its working directory and home) takes files?"""
+    planted = REPO / "autograder" / "checks" / "planted_by_student.py"
+    site = Path(pytest.__file__).parent.parent
+    found = answer(run(tmp_path, f'''
+    print(json.dumps({{
+        "checks": attempt(lambda: open({str(planted)!r}, "w").write("x = 1")),
+        "venv": attempt(lambda: open({str(site / "planted.pth")!r}, "w").write("x")),
+        "tmp": attempt(lambda: open("/tmp/planted", "w").write("x")),
+        "root": attempt(os.mkdir, "/planted"),
+        "scratch": attempt(lambda: open("notes.txt", "w").write("mine")),
+        "cwd": os.getcwd(), "home": os.environ["HOME"],
+    }}))'''))
+    for key in ("checks", "venv", "tmp", "root"):
+        assert found[key] in ("OSError", "PermissionError", "FileNotFoundError"), (key, found[key])
+    assert found["scratch"] == "4"
+    assert found["cwd"] == found["home"] == str(tmp_path / "scratch")
+    assert not planted.exists() and not (site / "planted.pth").exists()
+    assert not (tmp_path / "scratch").exists()  # the scratch folder was a tmpfs: gone with the sandbox
+
+
+@needs_sandbox
+def test_no_network(tmp_path: Path) -> None:
+    """Can the sandbox connect to a server listening on the grader's 127.0.0.1, or anywhere?"""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        found = answer(run(tmp_path, f'''
+        import socket
+        print(json.dumps({{
+            "local": attempt(socket.create_connection, ("127.0.0.1", {port}), 3),
+            "outside": attempt(socket.create_connection, ("1.1.1.1", 53), 3),
+        }}))'''))
+    assert found == {"local": "ConnectionRefusedError", "outside": "OSError"}
+
+
+def _processes_with(token: str) -> list[str]:
+    out = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if token in text:
+            out.append(text)
+    return out
+
+
+@needs_sandbox
+def test_nothing_outlives_the_sandbox(tmp_path: Path) -> None:
+    """Is a daemonised child (new session, parent gone) gone once the sandboxed command exits?"""
+    token = f"{random.randrange(10**5, 10**6)}.5"
+    result = run(tmp_path, f'''
+    import os, subprocess
+    if os.fork() == 0:
+        subprocess.Popen(["sleep", "{token}"], start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        os._exit(0)
+    os.wait()
+    print("started")''')
+    assert result.stdout.strip() == "started", result.stderr
+    assert _processes_with(f"sleep {token}") == []
+
+
+@needs_sandbox
+def test_a_fork_bomb_is_bounded(tmp_path: Path) -> None:
+    """Does a fork bomb stop at the process limit, and does everything it started end with it?"""
+    limits = Limits(processes=24)
+    result = run(tmp_path, '''
+    import json, os, time
+    first, start, refused = os.getpid(), time.time(), 0
+    while time.time() - start < 2:
+        try:
+            os.fork()
+        except OSError:
+            refused += 1
+            time.sleep(0.01)
+        if os.getpid() == first and time.time() - start > 1.5:
+            print(json.dumps({"processes": sum(p.isdigit() for p in os.listdir("/proc")), "refused": refused}))
+            break
+    ''', limits, timeout=60)
+    found = answer(result)
+    assert found["refused"] > 0
+    assert found["processes"] <= limits.processes + 1  # + bwrap's init
+    assert _processes_with("time.sleep(0.01)") == []
+
+
+@needs_sandbox
+def test_filling_the_scratch_disk_stops_at_the_limit(tmp_path: Path) -> None:
+    """Does writing stop at the largest file and at the scratch folder's size?"""
+    found = answer(run(tmp_path, '''
+    import json, os
+    def fill(name, chunks):
+        written = 0
+        try:
+            with open(name, "wb") as f:
+                for _ in range(chunks):
+                    f.write(b"x" * 2**20)
+                    f.flush()
+                    written += 1
+        except OSError as err:
+            return written, err.errno
+        return written, 0
+    one = fill("big", 100)
+    many = [fill(f"part{i}", 7) for i in range(20)]
+    print(json.dumps({"one": one, "total": one[0] + sum(w for w, _ in many), "last": many[-1][1]}))
+    ''', Limits(file_mb=8, scratch_mb=32)))
+    assert found["one"] == [8, errno.EFBIG]
+    assert found["total"] <= 32 and found["last"] == errno.ENOSPC
+
+
+@needs_sandbox
+def test_filling_a_writable_host_folder_is_stopped(tmp_path: Path) -> None:
+    """Is the sandbox killed when the host folders it may write (the kernel's IPC folder) grow
+    past the scratch size?"""
+    shared = tmp_path / "ipc"
+    result = run(tmp_path, f'''
+    import time
+    for i in range(100):
+        with open("{shared}/f%d" % i, "wb") as f:
+            f.write(b"x" * 2**20)
+        time.sleep(0.02)
+    ''', Limits(scratch_mb=8), rw=(shared,))
+    assert result.returncode == 128 + 9 and "stopped" in result.stderr, result.stderr
+    assert 8 <= len(list(shared.iterdir())) < 60
+
+
+@needs_sandbox
+def test_the_instructors_environment_and_home_are_invisible(tmp_path: Path, monkeypatch) -> None:
+    """Are the grader's environment variables and home directory out of the sandbox's sight?"""
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "s3cr3t-token")
+    home = Path.home()
+    mine = sorted(p.name for p in home.iterdir() if p.name not in Path(sys.base_prefix).parts)
+    found = answer(run(tmp_path, f'''
+    print(json.dumps({{"environ": dict(os.environ), "init": attempt(lambda: open("/proc/1/environ").read()),
+                       "home": attempt(os.listdir, {str(home)!r})}}))'''))
+    assert "s3cr3t-token" not in json.dumps(found)
+    assert set(found["environ"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "MPLBACKEND", "PWD", "LC_CTYPE"}
+    assert not any(name in found["home"] for name in mine), found["home"]
+
+
+@needs_sandbox
+def test_a_segfault_kills_only_the_sandbox(tmp_path: Path) -> None:
+    """Does ctypes reading address 0 end the sandboxed command, and only it?"""
+    result = run(tmp_path, "import ctypes\nctypes.string_at(0)")
+    assert result.returncode == 128 + 11
+
+
+@needs_sandbox
+def test_signals_do_not_reach_the_grader(tmp_path: Path) -> None:
+    """Do os.kill(os.getppid(), 9) and os.kill(-1, 9) leave the grader and its other processes alive?"""
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        result = run(tmp_path, '''
+        import time
+        tried = [attempt(os.kill, os.getppid(), 9), attempt(os.kill, -1, 9)]
+        time.sleep(0.5)
+        print(json.dumps(tried))''')
+        assert result.returncode in (0, 128 + 9), result.stderr  # 9: its own kill(-1) may reach it
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@needs_sandbox
+def test_passed_descriptors_stay_open(tmp_path: Path) -> None:
+    """Can the sandboxed command write to a pipe the caller passes (pass_fds), and does the caller
+    see the end of it when the command exits?"""
+    read, write = os.pipe()
+    argv = sandbox.wrap([sys.executable, "-c", f"import os; os.write({write}, b'hello')"],
+                        scratch=tmp_path / "scratch", limits=Limits())
+    with subprocess.Popen(argv, pass_fds=[write]) as proc:
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            assert pipe.read() == b"hello"  # read() returns: no copy of the write end stayed open
+    assert proc.returncode == 0
+
+
+def test_without_the_sandbox_limits_and_environment_still_apply(tmp_path: Path, monkeypatch) -> None:
+    """With enabled=False (--no-sandbox) does the command still get the limits, a clean
+    environment and the scratch folder as its home and working directory?"""
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "s3cr3t-token")
+    argv = sandbox.wrap([sys.executable, "-c", "import json, os, resource; print(json.dumps("
+                         "[resource.getrlimit(resource.RLIMIT_AS)[0], os.getcwd(), dict(os.environ)]))"],
+                        scratch=tmp_path / "scratch", limits=Limits(memory_mb=1024), enabled=False)
+    memory, cwd, environ = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    assert memory == 1024 * 2**20
+    assert cwd == environ["HOME"] == str(tmp_path / "scratch")
+    assert "INSTRUCTOR_TOKEN" not in environ
+
+
+def _fake_bwrap(folder: Path, message: str) -> Path:
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return folder
+
+
+def test_the_probe_names_the_apparmor_fixes(tmp_path: Path, monkeypatch) -> None:
+    """When bwrap cannot set up its namespaces, does the probe quote it and name the fixes?"""
+    monkeypatch.setenv("PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: setting up uid map: Permission denied')}"
+                               f":{os.environ['PATH']}")
+    message = sandbox.probe()
+    assert message is not None
+    for phrase in ("setting up uid map: Permission denied", "bwrap-userns-restrict",
+                   "kernel.apparmor_restrict_unprivileged_userns=0", "container", "--no-sandbox"):
+        assert phrase in message, phrase
+
+
+def test_the_probe_says_how_to_install_bubblewrap(tmp_path: Path, monkeypatch) -> None:
+    """Without bwrap on PATH, does the probe say how to install it?"""
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert "apt-get install bubblewrap" in sandbox.probe()
+
+
+def test_grading_refuses_without_a_sandbox(course: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Does `grade` exit 2 with bwrap's error and the fixes when the sandbox cannot start,
+    before it touches the course?"""
+    from autograder import cli
+
+    monkeypatch.setenv("PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: loopback: Failed RTM_NEWADDR')}"
+                               f":{os.environ['PATH']}")
+    submit(tmp_path / "inbox", "ada", answered())
+    assert cli.main(["--course", str(course), "grade", str(tmp_path / "inbox"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "loopback: Failed RTM_NEWADDR" in err and "--no-sandbox" in err
+    assert not (course / "submitted").exists()
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path, tmp_path: Path) -> None:
+    """Does a notebook run in its scratch folder, blind to the course, with full marks; and does
+    --no-sandbox grade the same but say so on every line?"""
+    peek = ("import os\nprint('CWD', os.getcwd())\n"
+            "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))")
+    submit(tmp_path / "inbox", "ada", with_cell(answered(), None, peek))
+    (outcome,) = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
+    assert (outcome.score, outcome.max_score) == (5, 5)
+    graded = nbformat.read(str(course / "autograded" / "ada" / LAB / f"{LAB}.ipynb"), as_version=4)
+    printed = "".join(o.get("text", "") for o in graded.cells[-1].outputs).splitlines()
+    assert printed[0].startswith("CWD ") and printed[0].endswith("/k/0/scratch")
+    assert printed[1].endswith("False") and "home" not in printed[1]
+    assert "(no sandbox)" not in pipeline.summary([outcome])
+    outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False, sandbox=False))
+    assert [(o.score, o.max_score) for o in outcomes] == [(5, 5)]
+    rows = [line for line in pipeline.summary(outcomes).splitlines() if line.startswith("ada ")]
+    assert rows and all(line.endswith("(no sandbox)") for line in rows)
