@@ -40,6 +40,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall clock of its job (autograde and feedback)
     autograde_seconds: float = 0.0  # nbgrader autograde alone, kernel start included
+    check_seconds: float = 0.0  # the independent check, its sandboxed child included
     file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
     late: str = ""  # the LMS's late flag and submission time
     sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)
@@ -233,6 +234,7 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
                 outcome = outcomes[(job["student"], job["lab"])]
                 outcome.seconds = seconds
                 outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
+                outcome.check_seconds = result.get("check_seconds", 0.0)
                 if "crash" in result or not result["autograde"]["success"]:
                     outcome.graded = False
                     outcome.notes.append(_failure_reason(result))

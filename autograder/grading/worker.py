@@ -104,13 +104,17 @@ def run(job: dict) -> dict:
     result = {"autograde": api.autograde(job["lab"], job["student"], force=True, create=True)}
     seconds = time.perf_counter() - start
     notes: list[str] = []
+    check_seconds = 0.0
     if result["autograde"]["success"]:
+        start = time.perf_counter()
         notes = independent_check(root, job, config)
+        check_seconds = time.perf_counter() - start
         result["feedback"] = api.generate_feedback(job["lab"], job["student"], force=True)
     out: dict = {key: {"success": bool(value["success"]), "log": value.get("log", "")[-20000:],
                        "error": value.get("error", "")[-5000:]} for key, value in result.items()}
     out["autograde"]["seconds"] = seconds  # nbgrader autograde alone, kernel start included
     out["notes"] = notes
+    out["check_seconds"] = check_seconds  # the independent check, its sandboxed child's start included
     return out
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
 import threading
 from pathlib import Path
 
+import chromium
 import pytest
 
 from ._book import ROOT, toc_pages
@@ -30,14 +30,6 @@ PAGES = toc_pages()
 CHAPTER = "book/02-self-attention"  # the chapter page whose screenshot is kept
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 TIMEOUT = 30  # seconds to wait for a page, MathJax or the search results
-
-
-def _chromium() -> tuple[str, str] | None:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                    if shutil.which(n)), None)
-    driver = shutil.which("chromedriver") or (
-        "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
-    return (browser, driver) if browser and driver else None
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -61,23 +53,7 @@ def site_url(built_site):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """Headless Chromium through chromedriver, with a fresh profile and no route to other hosts."""
-    found = _chromium()
-    if found is None:
-        pytest.skip("Chromium or chromedriver not installed (Debian: apt-get install chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    binary, driver_path = found
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--disable-extensions", "--window-size=1280,900",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
-    driver.set_page_load_timeout(TIMEOUT)
-    driver.set_script_timeout(TIMEOUT)
+    driver = chromium.start(tmp_path_factory.mktemp("chromium-profile"), "1280,900", TIMEOUT, console_log=True)
     yield driver
     driver.quit()
 

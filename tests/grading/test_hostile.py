@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import LAB, answered, released, submit, with_cell
+from grading_helpers import LAB, answered, processes_with, released, submit, with_cell
 
 from autograder.grading import pipeline, sandbox
 
@@ -117,19 +117,6 @@ SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
           "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
 
 
-def _leftover_processes() -> list[str]:
-    """Processes that an attack could have left: sleepers, grading kernels, check children."""
-    out = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "987654" in text or "autograder.grading.kernel" in text or "autograder.grading.child" in text:
-            out.append(text)
-    return out
-
-
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
 
@@ -192,9 +179,12 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     grading_outputs = ("submitted", "autograded", "feedback", "grading-logs", "gradebook.db", "grades.csv")
     assert {f for f in _files(course) - course_files if not f.startswith(grading_outputs)} == set()
     assert not (home / "written.txt").exists() and not Path("/tmp/autograder-hostile-written.txt").exists()
-    assert _leftover_processes() == []
+    assert processes_with("987654", "autograder.grading.kernel", "autograder.grading.child") == []
     with pytest.raises(BlockingIOError):
         listener.accept()
+    # the forged pass is explained to its author, with the independent check's message
+    forged = (course / "feedback" / "transformer" / LAB / f"{LAB}.html").read_text()
+    assert "checked again outside it" in forged and "NotImplementedError" in forged
     # nothing secret reached the snoop's feedback
     feedback = (course / "feedback" / "snoop" / LAB / f"{LAB}.html").read_text()
     for secret in ("HOME-SECRET-0451", "ENV-SECRET-0451", "BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "grade_cells"):

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import chromium
 import nbformat
 import pytest
 
@@ -46,15 +47,6 @@ CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
 class Server:
     url: str
     proc: subprocess.Popen
-
-
-def _chromium() -> tuple[str, str] | None:
-    """Chromium and chromedriver, found as tests/book/test_book_browser.py finds them."""
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                    if shutil.which(n)), None)
-    driver = shutil.which("chromedriver") or (
-        "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
-    return (browser, driver) if browser and driver else None
 
 
 def _free_port() -> int:
@@ -142,22 +134,7 @@ def instructor(tmp_path_factory) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """Headless Chromium through chromedriver, with a fresh profile and no route to other hosts."""
-    found = _chromium()
-    if found is None:
-        pytest.skip("Chromium or chromedriver not installed (Debian: apt-get install chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    binary, driver_path = found
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--disable-extensions", "--window-size=1400,1000",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
-    driver.set_page_load_timeout(TIMEOUT)
-    driver.set_script_timeout(TIMEOUT)
+    driver = chromium.start(tmp_path_factory.mktemp("chromium-profile"), "1400,1000", TIMEOUT)
     yield driver
     driver.quit()
 
