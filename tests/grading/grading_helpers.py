@@ -21,12 +21,12 @@ def make_course(folder: Path) -> Path:
     return folder
 
 
-def released() -> nbformat.NotebookNode:
-    return nbformat.read(str(REPO / "notebooks" / LAB / f"{LAB}.ipynb"), as_version=4)
+def released(lab: str = LAB) -> nbformat.NotebookNode:
+    return nbformat.read(str(REPO / "notebooks" / lab / f"{lab}.ipynb"), as_version=4)
 
 
-def _solution_sources() -> dict[str, str]:
-    source = nbformat.read(str(REPO / "solutions" / LAB / f"{LAB}.ipynb"), as_version=4)
+def _solution_sources(lab: str) -> dict[str, str]:
+    source = nbformat.read(str(REPO / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
     out = {}
     for cell in source.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -36,10 +36,10 @@ def _solution_sources() -> dict[str, str]:
     return out
 
 
-def answered(*exercises: str) -> nbformat.NotebookNode:
+def answered(*exercises: str, lab: str = LAB) -> nbformat.NotebookNode:
     """The released lab with the given exercises (default: all) answered correctly."""
-    nb = copy.deepcopy(released())
-    solutions = _solution_sources()
+    nb = copy.deepcopy(released(lab))
+    solutions = _solution_sources(lab)
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in solutions and (not exercises or grade_id in exercises):
