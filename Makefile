@@ -19,8 +19,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)  ## create .venv and install everything (done by the other targets when needed)
 
-book: $(STAMP)  ## build the static site into _build/html (warnings are errors)
+book: $(STAMP)  ## build the static site into _build/html (warnings are errors), with the course package's wheel
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	rm -rf _build/setuptools _build/html/wheels
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir _build/html/wheels .
 
 serve:  ## serve _build/html on http://localhost:8000 for a look before publishing
 	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory _build/html
@@ -34,8 +36,8 @@ test-fast: $(STAMP)  ## the test suite without the slow tests
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder release
 
-lab: $(STAMP)  ## copy the labs into workspace/ (never overwriting your work) and open JupyterLab there
-	$(BIN)/python -m autograder lab workspace
+lab: $(STAMP)  ## copy the labs into workspace/ and open JupyterLab there (a changed lab is refreshed, your answers kept; LAB=NN-name: that one only)
+	$(BIN)/python -m autograder lab workspace $(foreach l,$(LAB),--lab $(l))
 
 grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS zip download); JOBS=N
 	$(BIN)/python -m autograder grade $(SUBMISSIONS) --jobs $(JOBS)

@@ -25,14 +25,67 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-REPOSITORY = "https://github.com/transformer-course/transformer-course"
+from autograder import __version__
+from autograder.version import DISTRIBUTION, REPOSITORY, wheel_name
 
-INSTALL = f'''# In Colab or any fresh environment: install the course package (keeps the installed torch).
+ROOT = Path(__file__).resolve().parents[1]
+METADATA_KEY = "transformer_course"   # notebook metadata: {"version": ..., "site": ...}
+
+# Every lab's first cell. It checks for the course package itself (an `autograder` from PyPI is
+# another project's), installs the version the lab was released with (the wheel published with
+# the site, then the repository's tag) and says in one line when another version is installed.
+INSTALL = '''# Colab, Binder or any fresh environment: install the course package this lab was released with
+# (distribution `transformer-course`, import name `autograder`). The installed torch stays.
+COURSE_VERSION, COURSE_SITE = "{version}", "{site}"
+import importlib, importlib.metadata, importlib.util, subprocess, sys
 try:
-    import autograder
-except ImportError:
-    %pip install -q "autograder @ git+{REPOSITORY}"
-    import autograder'''
+    from autograder import __version__, checks, require  # `autograder` on PyPI is another project
+except Exception:
+    for source in (f"{{COURSE_SITE.rstrip('/')}}/wheels/{wheel}",
+                   f"git+{repository}@v{{COURSE_VERSION}}"):
+        if subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"{distribution} @ {{source}}"]).returncode == 0:
+            break
+    else:
+        raise RuntimeError("could not install the course package: see pip's message above")
+    for name in [m for m in sys.modules if m.split(".")[0] == "autograder"]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    location = str(importlib.metadata.distribution("{distribution}").locate_file(""))
+    if not importlib.util.find_spec("autograder").origin.startswith(location):  # another `autograder` comes first
+        sys.path.insert(0, location)
+import autograder
+autograder.require(COURSE_VERSION, COURSE_SITE)'''
+
+
+def course_site(root: str | Path = ROOT) -> str:
+    """The site's own address, ``html.baseurl`` in ``_config.yml`` (the one place it is set)."""
+    import yaml
+
+    config = Path(root) / "_config.yml"
+    if not config.is_file():
+        raise FileNotFoundError(f"{config} not found: labs are built inside the course repository")
+    site = (yaml.safe_load(config.read_text()).get("html") or {}).get("baseurl")
+    if not site:
+        raise ValueError(f"{config}: set html.baseurl to the site's address (the labs install from it)")
+    return site
+
+
+def install_source(version: str = __version__, site: str | None = None) -> str:
+    """The code of a lab's install cell for course ``version``, installing from ``site``."""
+    return INSTALL.format(version=version, site=site or course_site(), wheel=wheel_name("{COURSE_VERSION}"),
+                          repository=REPOSITORY, distribution=DISTRIBUTION)
+
+
+def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | None = None) -> nbformat.NotebookNode:
+    """Write the course version and site into ``nb``: its metadata and its install cell (the first)."""
+    site = site or course_site()
+    nb.metadata[METADATA_KEY] = {"version": version, "site": site}
+    first = nb.cells[0]
+    if first.metadata.get("nbgrader", {}).get("grade_id") != "install":
+        raise ValueError("the first cell of a lab must be its install cell (grade_id 'install')")
+    first.source = install_source(version, site)
+    return nb
+
 
 # Re-import the checks from disk so that nothing a student cell patched is trusted.
 FRESH_IMPORT = 'import sys; [sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] == "autograder"]'
@@ -82,7 +135,7 @@ def tests(grade_id: str, points: float, *, imports: str, visible: str, hidden: s
 
 def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
     """A lab notebook: the install cell first, then ``cells``."""
-    nb = new_notebook(cells=[code("install", INSTALL), *cells])
+    nb = stamp(new_notebook(cells=[code("install", "install"), *cells]))
     nb.metadata.update({
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
@@ -103,3 +156,17 @@ def save(nb: nbformat.NotebookNode, path: str | Path) -> None:
     nbformat.validate(nb)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
+
+
+def stamp_all(root: str | Path = ROOT) -> list[Path]:
+    """Rewrite the install cell and version metadata of every lab in ``root/solutions``."""
+    paths = sorted(Path(root).glob("solutions/*/*.ipynb"))
+    for path in paths:
+        save(stamp(nbformat.read(str(path), as_version=4), site=course_site(root)), path)
+    return paths
+
+
+if __name__ == "__main__":  # python -m autograder.authoring: after a new version or site address
+    for path in stamp_all():
+        print(f"stamped {path.relative_to(ROOT)} with {__version__}")
+    print("now run `python -m autograder release` to regenerate notebooks/")

@@ -2,7 +2,7 @@
 is done in autograder.grading).
 
     release [LAB ...]      regenerate notebooks/LAB from solutions/LAB (nbgrader generate_assignment)
-    workspace DIR          copy notebooks/ into DIR, never overwriting a file already there
+    workspace DIR          copy notebooks/ into DIR; a changed lab is refreshed, keeping your answers
     lab [DIR]              copy the labs into DIR (default workspace) and open a student's JupyterLab there
     grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
 """
@@ -25,12 +25,16 @@ def _parser() -> argparse.ArgumentParser:
 
     workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
     workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
+    workspace.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
+                           help="copy or refresh only this lab, such as 02-self-attention (repeatable)")
 
     # --- lab: a student's JupyterLab (make lab) ---
     lab = sub.add_parser("lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there "
                                      "with a student's tools only")
     lab.add_argument("dir", type=Path, nargs="?", default=Path("workspace"), metavar="DIR",
                      help="the student's folder (default: workspace)")
+    lab.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
+                     help="copy or refresh only this lab before starting, such as 02-self-attention (repeatable)")
     lab.add_argument("--port", type=int, default=None,
                      help="the server's port (default: 8888, or the next free one)")
     lab.add_argument("--ip", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
@@ -61,21 +65,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _copy_labs(root: Path, target: Path) -> None:
-    """Copy the released labs into ``target`` (course.workspace) and say what was copied and kept."""
-    from autograder.grading import course
+def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
+    """Copy the released labs into ``target`` (course.workspace): new ones copied, changed ones
+    refreshed with the student's answers and a backup; say what happened."""
+    from autograder.grading import course, workspace
 
-    report = course.workspace(root, target)
-    print(f"copied into {target}: {', '.join(report.copied) or 'nothing new'}")
-    if report.kept:
-        print(f"kept (already there, yours): {', '.join(report.kept)}")
+    print("\n".join(workspace.describe(course.workspace(root, target, labs), target)))
 
 
 def _lab(root: Path, args: argparse.Namespace) -> int:
     """Copy the labs into args.dir, then replace this process by JupyterLab on it."""
     from autograder.grading import lab
 
-    _copy_labs(root, args.dir)
+    _copy_labs(root, args.dir, args.labs)
     command, env = lab.command(args.dir, port=args.port, ip=args.ip, token=args.token, browser=not args.no_browser)
     if "--allow-root" in command:
         print("running as root (a container?): JupyterLab refuses that unless told, so --allow-root is passed")
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"released {path.relative_to(root)}")
         return 0
     if args.command == "workspace":
-        _copy_labs(root, args.dir)
+        _copy_labs(root, args.dir, args.labs)
         return 0
     if args.command == "lab":
         return _lab(root, args)

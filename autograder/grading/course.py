@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.grading.workspace import WorkspaceReport
 
 LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
 
@@ -75,25 +78,10 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
     return out
 
 
-@dataclass
-class WorkspaceReport:
-    copied: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
+def workspace(root: Path, target: Path, labs: list[str] | None = None,
+              now: datetime | None = None) -> WorkspaceReport:
+    """Copy notebooks/ into ``target``, keeping the student's work: a lab whose release changed is
+    rebuilt with their answers and a dated backup (autograder.grading.workspace.sync)."""
+    from autograder.grading import workspace as _workspace
 
-
-def workspace(root: Path, target: Path) -> WorkspaceReport:
-    """Copy notebooks/ into ``target`` file by file, never overwriting a file already there."""
-    report = WorkspaceReport()
-    source = root / "notebooks"
-    for path in sorted(source.rglob("*")):
-        if not path.is_file() or ".ipynb_checkpoints" in path.parts:
-            continue
-        rel = path.relative_to(source)
-        dest = Path(target) / rel
-        if dest.exists():
-            report.kept.append(str(rel))
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, dest)
-        report.copied.append(str(rel))
-    return report
+    return _workspace.sync(root, target, labs, now)

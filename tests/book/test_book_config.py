@@ -119,6 +119,15 @@ def test_makefile_builds_like_the_tests():
     assert "http.server" in serve and "127.0.0.1" in serve and "_build/html" in serve
 
 
+def test_site_publishes_the_course_wheel():
+    """Is the site's own address set (html.baseurl), and does `make book` put the course package's
+    wheel under _build/html/wheels/, where the labs' install cells look for it?"""
+    assert config()["html"]["baseurl"].startswith("https://") and config()["html"]["baseurl"].endswith("/")
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^book:.*\n((?:\t.+\n)+)", makefile, re.MULTILINE).group(1)
+    assert "pip wheel" in recipe and "--wheel-dir _build/html/wheels" in recipe and "--no-deps" in recipe
+
+
 def test_pages_workflow():
     """Does the GitHub Actions workflow build with `make book` and deploy _build/html to Pages on push?"""
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
