@@ -133,10 +133,11 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
     limits = sandbox.Limits(memory_mb=job.get("memory_mb", 4096))
 
     def wrap(argv: list[str]) -> list[str]:
-        return sandbox.wrap(argv, scratch=scratch, limits=limits, enabled=job.get("sandbox", True))
+        return sandbox.wrap(argv, scratch=scratch, limits=limits, env={"NBGRADER_EXECUTION": "autograde"},
+                            enabled=job.get("sandbox", True))
     source = root / "solutions" / lab / f"{lab}.ipynb"
     try:  # cells were already interrupted once in the notebook: a shorter limit here
-        verdicts = recheck.recheck(source, notebook, wrap=wrap, env=sandbox_env(),
+        verdicts = recheck.recheck(source, notebook, wrap=wrap,
                                    cell_timeout=min(float(config.Execute.timeout or 30), 10.0))
     except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
         verdicts = {grade_id: recheck.Verdict(False, f"the independent check could not run: {err}")
@@ -168,11 +169,6 @@ def headline(message: str) -> str:
             if line.startswith(label):
                 return line[:200]
     return lines[0][:200]
-
-
-def sandbox_env() -> dict[str, str]:
-    """The environment of the independent check's child (the sandbox narrows it further)."""
-    return tool_env(NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg")
 
 
 def annotate(notebook: Path, messages: dict[str, str]) -> None:
