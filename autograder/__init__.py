@@ -12,3 +12,5 @@ version is set (pyproject.toml reads it).
 __version__ = "0.1.0"
 
 from autograder.version import require  # noqa: E402  (a lab's install cell calls it)
+
+__all__ = ["__version__", "require"]

@@ -54,7 +54,7 @@ except Exception:
     if not importlib.util.find_spec("autograder").origin.startswith(location):  # another `autograder` comes first
         sys.path.insert(0, location)
 import autograder
-autograder.require(COURSE_VERSION, COURSE_SITE)'''
+autograder.require(COURSE_VERSION, COURSE_SITE)'''  # noqa: E501 - the cell's code, as students see it
 
 
 def course_site(root: str | Path = ROOT) -> str:
@@ -149,7 +149,7 @@ def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
 
 def save(nb: nbformat.NotebookNode, path: str | Path) -> None:
     """Validate and write the notebook (cell ids normalised, no outputs)."""
-    for i, cell in enumerate(nb.cells):
+    for cell in nb.cells:
         cell["id"] = cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

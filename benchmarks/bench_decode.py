@@ -43,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads on the CPU")
     p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the sources")
+    p.add_argument("--smoke", action="store_true", help="tiny model and lengths, in seconds, to test the script")
     return p.parse_args(argv)
 
 
@@ -63,6 +64,9 @@ def _timed(model, src, max_len: int, use_cache: bool, device: torch.device) -> t
 
 def main(argv: list[str] | None = None) -> dict[int, float]:
     args = parse_args(argv)
+    if args.smoke:
+        args.lengths, args.batch_size, args.src_len, args.repeats = [4, 8], 2, 4, 1
+        args.d_model, args.num_heads, args.d_ff = 16, 2, 32
     torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else reference.best_device()
     torch.manual_seed(args.seed)

@@ -38,7 +38,10 @@ def main() -> None:
     parser.add_argument("--tgt-len", type=int, default=24, help="target length T (default 24)")
     parser.add_argument("--vocab", type=int, default=64, help="vocabulary size V (default 64)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default 0: PyTorch's choice)")
+    parser.add_argument("--smoke", action="store_true", help="a few tiny steps in seconds, to test the script")
     args = parser.parse_args()
+    if args.smoke:
+        args.reps, args.warmup, args.batch_size, args.src_len, args.tgt_len = 2, 1, 4, 6, 6
     if args.threads:
         torch.set_num_threads(args.threads)
 

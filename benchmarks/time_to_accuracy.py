@@ -6,13 +6,15 @@ PyTorch's ``nn.Transformer`` in ``TorchTransformer``). Every ``--eval-every`` st
 first ``--eval-size`` validation pairs are decoded greedily; the time and steps to the
 first evaluation that reaches ``--target`` are recorded, and training goes on to
 ``--stop-at``. The models train in lockstep (one step each in turn) with the same
-optimizer, schedule and batches as ``train``, so that both see the same machine load. The time counted is time spent in training steps (evaluation excluded:
-it is the same work for both); the exact match on the test split is reported at the
-end. By default the nn.Transformer model starts from our model's initial weights, so
-the two differ only in how their layers compute (and in float rounding).
+optimizer, schedule and batches as ``train``, so that both see the same machine load.
+The time counted is time spent in training steps (evaluation excluded: it is the same
+work for both); the exact match on the test split is reported at the end. By default
+the nn.Transformer model starts from our model's initial weights, so the two differ only
+in how their layers compute (and in float rounding).
 
     python benchmarks/time_to_accuracy.py            # defaults: dates task, one CPU thread
     python benchmarks/time_to_accuracy.py --help
+    python benchmarks/time_to_accuracy.py --smoke    # a tiny model, a few steps: a test that it runs
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from autograder.reference.model import EncoderDecoder, TransformerConfig
 from autograder.reference.train import TrainConfig, evaluate, make_optimizer, train_step, training_batches
 
 MODELS = {"ours": EncoderDecoder, "pytorch": TorchTransformer}
+
+# --smoke: the defaults of the smallest run that still prints every line (target 0, so both
+# models reach it at the first evaluation); flags given with --smoke still win.
+SMOKE = dict(num_train=256, num_valid=16, num_test=16, d_model=16, num_heads=2, num_layers=1, d_ff=32,
+             steps=4, batch_size=16, warmup=2, eval_every=2, eval_size=16, target=0.0, stop_at=0.0)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -66,7 +73,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--threads", type=int, default=1, help="torch CPU threads (torch.set_num_threads)")
     a("--device", default="cpu", help="cpu, cuda or mps")
     a("--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="which models to run")
-    return p.parse_args(argv)
+    a("--smoke", action="store_true", help="a tiny model for a few steps with target 0 (SMOKE): for the tests, "
+                                           "not for numbers")
+    args = p.parse_args(argv)
+    if args.smoke:
+        p.set_defaults(**SMOKE)
+        args = p.parse_args(argv)
+    return args
 
 
 def build(name: str, config: TransformerConfig, args) -> torch.nn.Module:

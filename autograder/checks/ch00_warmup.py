@@ -44,9 +44,10 @@ def check_relu(relu, seed: int = 0) -> None:
                  mistake="an in-place operation on the input (x[x < 0] = 0 or x.clamp_(...))",
                  hint="build a new tensor instead of writing into x.")
         expect_close(what, found, expected, atol=0, rtol=0, mistakes={
-            "kept the negative values and zeroed the positive ones": lambda: torch.where(x < 0, x, torch.zeros((), dtype=x.dtype)),
-            "returned the absolute value": lambda: x.abs(),
-            "returned the 0/1 mask (x > 0) instead of the values": lambda: (x > 0).to(x.dtype),
+            "kept the negative values and zeroed the positive ones":
+                lambda x=x: torch.where(x < 0, x, torch.zeros((), dtype=x.dtype)),
+            "returned the absolute value": lambda x=x: x.abs(),
+            "returned the 0/1 mask (x > 0) instead of the values": lambda x=x: (x > 0).to(x.dtype),
         })
 
 
@@ -63,9 +64,13 @@ def check_mean_squared_error(mean_squared_error, seed: int = 0) -> None:
         with forbidden(mean_squared_error, _MSE_OPS, _BUILD_MSE):
             found = call(mean_squared_error, pred, target, what=what)
         expect_close(what, found, expected, atol=1e-6, rtol=1e-5, mistakes={
-            "summed the squared errors instead of averaging them": lambda: ((pred - target) ** 2).sum(),
-            "did not square the differences": lambda: (pred - target).mean(),
-            "averaged the absolute differences (that is the mean absolute error)": lambda: (pred - target).abs().mean(),
-            "took the square root (that is the root mean squared error)": lambda: ((pred - target) ** 2).mean().sqrt(),
-            "averaged over the last axis only, not over every element": lambda: ((pred - target) ** 2).mean(-1),
+            "summed the squared errors instead of averaging them":
+                lambda pred=pred, target=target: ((pred - target) ** 2).sum(),
+            "did not square the differences": lambda pred=pred, target=target: (pred - target).mean(),
+            "averaged the absolute differences (that is the mean absolute error)":
+                lambda pred=pred, target=target: (pred - target).abs().mean(),
+            "took the square root (that is the root mean squared error)":
+                lambda pred=pred, target=target: ((pred - target) ** 2).mean().sqrt(),
+            "averaged over the last axis only, not over every element":
+                lambda pred=pred, target=target: ((pred - target) ** 2).mean(-1),
         })

@@ -64,23 +64,25 @@ def check_rnn_forward(rnn_forward, seed: int = 0) -> None:
         outputs, last = found
         expect_close(f"{what}: outputs", outputs, expected_out, mistakes={
             "no tanh: the hidden state must go through h_t = tanh(...)":
-                lambda: _loop(*args, act=lambda a: a)[0],
+                lambda args=args: _loop(*args, act=lambda a: a)[0],
             "x_t and h_{t-1} multiplied by each other's weights (W_xh and W_hh swapped)":
-                lambda: _loop(*args, swap=True)[0],
+                lambda args=args: _loop(*args, swap=True)[0],
             "h_{t-1} @ W_hh.T instead of h_{t-1} @ W_hh (nn.RNN stores its weights transposed)":
-                lambda: _loop(*args, transpose=True)[0],
-            "the bias b is left out": lambda: _loop(*args, bias=False)[0],
+                lambda args=args: _loop(*args, transpose=True)[0],
+            "the bias b is left out": lambda args=args: _loop(*args, bias=False)[0],
             "outputs include h0 as well (L + 1 states): return h_1 .. h_L only":
-                lambda: torch.cat([h0[:, None], expected_out], dim=1),
+                lambda expected_out=expected_out, h0=h0: torch.cat([h0[:, None], expected_out], dim=1),
             "outputs shifted by one step: they start with h0 and miss h_L":
-                lambda: torch.cat([h0[:, None], expected_out[:, :-1]], dim=1),
+                lambda expected_out=expected_out, h0=h0: torch.cat([h0[:, None], expected_out[:, :-1]], dim=1),
             "the outputs are not stacked along dim 1 (batch first: (B, L, H))":
-                lambda: expected_out.transpose(0, 1),
+                lambda expected_out=expected_out: expected_out.transpose(0, 1),
         })
         expect_close(f"{what}: h_last", last, expected_last, mistakes={
-            "returns the first hidden state h_1 instead of the last, h_L": lambda: expected_out[:, 0],
+            "returns the first hidden state h_1 instead of the last, h_L":
+                lambda expected_out=expected_out: expected_out[:, 0],
             "returns the initial state h0 instead of the last, h_L": h0,
-            "no tanh: the hidden state must go through h_t = tanh(...)": lambda: _loop(*args, act=lambda a: a)[1],
+            "no tanh: the hidden state must go through h_t = tanh(...)":
+                lambda args=args: _loop(*args, act=lambda a: a)[1],
         })
 
 
@@ -131,17 +133,17 @@ def check_hidden_gradient_norms(hidden_gradient_norms, seed: int = 0) -> None:
             found = call(hidden_gradient_norms, *args, what=what)
         expect_close(what, found, expected, atol=1e-9, rtol=1e-4, mistakes={
             "the norms are reversed in time: result[t-1] must be the norm for h_t, so the last entry "
-            "(t = L, the identity) is sqrt(H)": lambda: expected.flip(0),
+            "(t = L, the identity) is sqrt(H)": lambda expected=expected: expected.flip(0),
             "norms of d h_t / d h_1 (how h_t depends on the start) instead of d h_L / d h_t":
-                lambda: _wrong_norms(*args, "forward"),
+                lambda args=args: _wrong_norms(*args, "forward"),
             "the one-step Jacobians are multiplied in the wrong order: "
-            "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda: _wrong_norms(*args, "order"),
+            "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda args=args: _wrong_norms(*args, "order"),
             "the tanh derivative diag(1 - h^2) is left out of the one-step Jacobian":
-                lambda: _wrong_norms(*args, "no_tanh"),
+                lambda args=args: _wrong_norms(*args, "no_tanh"),
             "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))":
-                lambda: _wrong_norms(*args, "w_hh"),
+                lambda args=args: _wrong_norms(*args, "w_hh"),
             "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t":
-                lambda: _wrong_norms(*args, "gradient"),
+                lambda args=args: _wrong_norms(*args, "gradient"),
         })
 
 

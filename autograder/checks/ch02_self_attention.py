@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from autograder import reference
-from autograder.checks.core import call, check, describe, expect_close, fail, forbidden, random_tensor
+from autograder.checks import variants
+from autograder.checks.core import call, check, describe, dtype_name, expect_close, fail, forbidden, random_tensor
+from autograder.checks.variants import NO_SCALE, SCALE_BY_DH, SOFTMAX_OVER_QUERIES, wrong_attention
 
 _SOFTMAX_OPS = [
     "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.special.softmax",
@@ -30,31 +33,37 @@ def check_softmax(softmax, seed: int = 0) -> None:
         ((3, 4), -1, 1.0, "float32"),  # with -inf entries and a row of -inf (a fully masked row)
     ]
     for i, (shape, dim, scale, dtype) in enumerate(cases):
-        x = random_tensor(shape, seed * 100 + i, getattr(torch, dtype), scale)
-        with_inf = i == len(cases) - 1
-        if with_inf:
-            x[0, 1] = x[2, 0] = float("-inf")
-            x[1] = float("-inf")
-        label = ", with -inf entries and a row of -inf" if with_inf else ""
-        what = (f"softmax(x, dim={dim}) for x of shape {shape}, {dtype}, values of size ~{scale:g}{label} "
-                f"(seed {seed})")
-        expected = reference.softmax(x, dim=dim)
-        with forbidden(softmax, _SOFTMAX_OPS, _BUILD_SOFTMAX):
-            found = call(softmax, x, dim=dim, what=what)
-        other = 0 if dim in (-1, x.dim() - 1) else -1
-        mistakes = {}
-        if with_inf:
-            mistakes["a row of -inf gives NaN (its maximum is -inf and -inf - (-inf) is NaN): "
-                     "it must give zeros, so shift such rows by 0 and never divide by a zero sum"] = \
-                lambda: torch.exp(x - x.amax(dim, keepdim=True)) / torch.exp(x - x.amax(dim, keepdim=True)).sum(
-                    dim, keepdim=True)
-        mistakes.update({
-            f"normalised over dim {other} instead of dim {dim}": lambda: reference.softmax(x, dim=other),
-            "exp(x) not divided by its sum": lambda: torch.exp(x - x.amax(dim, keepdim=True)),
-            "the maximum is not subtracted first, so exp overflows to inf and inf/inf gives NaN":
-                lambda: torch.exp(x) / torch.exp(x).sum(dim, keepdim=True),
-        })
-        expect_close(what, found, expected, atol=1e-6, rtol=1e-5, mistakes=mistakes)
+        _check_softmax_case(softmax, seed, seed * 100 + i, shape, dim, scale, getattr(torch, dtype),
+                            with_inf=i == len(cases) - 1)
+
+
+def _check_softmax_case(softmax, seed: int, s: int, shape: tuple, dim: int, scale: float, dtype,
+                        with_inf: bool) -> None:
+    __tracebackhide__ = True
+    x = random_tensor(shape, s, dtype, scale)
+    if with_inf:
+        x[0, 1] = x[2, 0] = float("-inf")
+        x[1] = float("-inf")
+    label = ", with -inf entries and a row of -inf" if with_inf else ""
+    what = (f"softmax(x, dim={dim}) for x of shape {shape}, {dtype_name(dtype)}, values of size ~{scale:g}{label} "
+            f"(seed {seed})")
+    expected = reference.softmax(x, dim=dim)
+    with forbidden(softmax, _SOFTMAX_OPS, _BUILD_SOFTMAX):
+        found = call(softmax, x, dim=dim, what=what)
+    other = 0 if dim in (-1, x.dim() - 1) else -1
+    mistakes = {}
+    if with_inf:
+        mistakes["a row of -inf gives NaN (its maximum is -inf and -inf - (-inf) is NaN): "
+                 "it must give zeros, so shift such rows by 0 and never divide by a zero sum"] = \
+            lambda: torch.exp(x - x.amax(dim, keepdim=True)) / torch.exp(x - x.amax(dim, keepdim=True)).sum(
+                dim, keepdim=True)
+    mistakes.update({
+        f"normalised over dim {other} instead of dim {dim}": lambda: reference.softmax(x, dim=other),
+        "exp(x) not divided by its sum": lambda: torch.exp(x - x.amax(dim, keepdim=True)),
+        "the maximum is not subtracted first, so exp overflows to inf and inf/inf gives NaN":
+            lambda: torch.exp(x) / torch.exp(x).sum(dim, keepdim=True),
+    })
+    expect_close(what, found, expected, atol=1e-6, rtol=1e-5, mistakes=mistakes)
 
 
 # ----------------------------------------------------------------------------- attention
@@ -86,33 +95,8 @@ def _weights(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 def _sdpa_variants(q, k, v, mask=None) -> dict:
     """The catalogue of wrong answers for scaled dot-product attention, as (output, weights)."""
-    raw = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
-    dh = q.size(-1)
-
-    def masked(scores):
-        return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
-
-    def attend(w):
-        return w @ v, w
-
-    variants = {
-        "no 1/sqrt(Dh) scaling of the scores": lambda: attend(_weights(masked(raw))),
-        "scores divided by Dh instead of sqrt(Dh)": lambda: attend(_weights(masked(raw / dh))),
-        "softmax over the queries (dim -2) instead of over the keys (dim -1)":
-            lambda: attend(_weights(masked(raw / math.sqrt(dh)), dim=-2).nan_to_num(0.0)),
-    }
-    if mask is not None:
-        variants.update({
-            "mask applied after the softmax: masked weights were zeroed but the rest no longer sums to 1":
-                lambda: attend(_weights(raw / math.sqrt(dh)).masked_fill(~mask, 0.0)),
-            "mask inverted: True means *may attend* in this course (nn.MultiheadAttention uses the opposite)":
-                lambda: attend(_weights((raw / math.sqrt(dh)).masked_fill(mask, float("-inf")))),
-            "masked scores set to 0 instead of -inf, so masked keys still get weight":
-                lambda: attend(_weights((raw / math.sqrt(dh)).masked_fill(~mask, 0.0))),
-            "a fully masked row gives NaN (softmax of a row of -inf): it must give zero weights":
-                lambda: attend(torch.softmax(masked(raw / math.sqrt(dh)), dim=-1)),
-        })
-    return variants
+    names = [NO_SCALE, SCALE_BY_DH, SOFTMAX_OVER_QUERIES, *(variants.MASK_MISTAKES if mask is not None else ())]
+    return {name: functools.partial(wrong_attention, q, k, v, mask, name) for name in names}
 
 
 def _compare_attention(what: str, found, expected_out, expected_w, variants: dict, keys: torch.Tensor) -> None:
@@ -136,24 +120,29 @@ def check_single_query_attention(single_query_attention, seed: int = 0) -> None:
     large scores, float64."""
     cases = [(6, 8, 5, 1.0, torch.float32), (1, 4, 3, 1.0, torch.float32),
              (9, 16, 16, 3.0, torch.float32), (5, 3, 7, 1.0, torch.float64)]
-    for i, (lk, dh, dv, scale, dtype) in enumerate(cases):
-        base = seed * 100 + 10 * i
-        q = random_tensor((dh,), base, dtype, scale)
-        k = random_tensor((lk, dh), base + 1, dtype, scale)
-        v = random_tensor((lk, dv), base + 2, dtype)
-        what = (f"single_query_attention(q, K, V) for q {(dh,)}, K {(lk, dh)}, V {(lk, dv)}, "
-                f"{str(dtype)[6:]} (seed {seed})")
-        expected = reference.single_query_attention(q, k, v)
-        with forbidden(single_query_attention, _ATTENTION_OPS, _BUILD_ATTENTION):
-            found = call(single_query_attention, q, k, v, what=what)
-        weights = reference.softmax(k @ q / math.sqrt(dh), dim=-1)
-        expect_close(what, found, expected, mistakes={
-            "returns the attention weights (Lk,) instead of the weighted sum of the values (Dv,)": weights,
-            "no 1/sqrt(Dh) scaling of the scores": lambda: reference.softmax(k @ q, dim=-1) @ v,
-            "scores divided by Dh instead of sqrt(Dh)": lambda: reference.softmax(k @ q / dh, dim=-1) @ v,
-            "no softmax: the raw scores weight the values": lambda: (k @ q / math.sqrt(dh)) @ v,
-            "the keys are summed instead of the values": lambda: weights @ k,
-        })
+    for i, case in enumerate(cases):
+        _check_single_query_case(single_query_attention, seed, seed * 100 + 10 * i, *case)
+
+
+def _check_single_query_case(single_query_attention, seed: int, base: int, lk: int, dh: int, dv: int,
+                             scale: float, dtype) -> None:
+    __tracebackhide__ = True
+    q = random_tensor((dh,), base, dtype, scale)
+    k = random_tensor((lk, dh), base + 1, dtype, scale)
+    v = random_tensor((lk, dv), base + 2, dtype)
+    what = (f"single_query_attention(q, K, V) for q {(dh,)}, K {(lk, dh)}, V {(lk, dv)}, "
+            f"{dtype_name(dtype)} (seed {seed})")
+    expected = reference.single_query_attention(q, k, v)
+    with forbidden(single_query_attention, _ATTENTION_OPS, _BUILD_ATTENTION):
+        found = call(single_query_attention, q, k, v, what=what)
+    weights = reference.softmax(k @ q / math.sqrt(dh), dim=-1)
+    expect_close(what, found, expected, mistakes={
+        "returns the attention weights (Lk,) instead of the weighted sum of the values (Dv,)": weights,
+        NO_SCALE: lambda: reference.softmax(k @ q, dim=-1) @ v,
+        SCALE_BY_DH: lambda: reference.softmax(k @ q / dh, dim=-1) @ v,
+        "no softmax: the raw scores weight the values": lambda: (k @ q / math.sqrt(dh)) @ v,
+        "the keys are summed instead of the values": lambda: weights @ k,
+    })
 
 
 def _attention_cases(seed: int) -> list:
@@ -196,12 +185,12 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention, seed: int =
         shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
         if mask is not None:
             shapes += f", attn_mask {tuple(mask.shape)}"
-        what = f"scaled_dot_product_attention, {label}: {shapes}, {str(q.dtype)[6:]} (seed {seed})"
+        what = f"scaled_dot_product_attention, {label}: {shapes}, {dtype_name(q.dtype)} (seed {seed})"
         expected_out, expected_w = reference.scaled_dot_product_attention(q, k, v, mask)
-        variants = _sdpa_variants(q, k, v, mask)
+        mistakes = _sdpa_variants(q, k, v, mask)
         with forbidden(scaled_dot_product_attention, _ATTENTION_OPS, _BUILD_ATTENTION):
             found = call(scaled_dot_product_attention, q, k, v, attn_mask=mask, what=what)
-        _compare_attention(what, found, expected_out, expected_w, variants, k)
+        _compare_attention(what, found, expected_out, expected_w, mistakes, k)
 
 
 @check
@@ -209,26 +198,31 @@ def check_self_attention(self_attention, seed: int = 0) -> None:
     """Compare ``self_attention(x, W_q, W_k, W_v) -> (output, weights)`` with the reference:
     D != Dh != Dv, length 1, float64."""
     cases = [(2, 5, 8, 4, 6, torch.float32), (1, 1, 4, 3, 2, torch.float32), (3, 7, 6, 6, 5, torch.float64)]
-    for i, (batch, length, d, dh, dv, dtype) in enumerate(cases):
-        base = seed * 100 + 10 * i
-        x = random_tensor((batch, length, d), base, dtype)
-        w_q = random_tensor((d, dh), base + 1, dtype, d ** -0.5)
-        w_k = random_tensor((d, dh), base + 2, dtype, d ** -0.5)
-        w_v = random_tensor((d, dv), base + 3, dtype, d ** -0.5)
-        what = (f"self_attention(x, W_q, W_k, W_v) for x {tuple(x.shape)}, W_q and W_k {(d, dh)}, "
-                f"W_v {(d, dv)}, {str(dtype)[6:]} (seed {seed})")
-        expected_out, expected_w = reference.self_attention(x, w_q, w_k, w_v)
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        variants = _sdpa_variants(q, k, v)
-        variants.update({
-            "queries and keys swapped (x @ W_k as queries): the weights come out transposed":
-                lambda: reference.scaled_dot_product_attention(k, q, v),
-            "scores divided by sqrt(D), the model width, instead of sqrt(Dh), the width of q and k":
-                lambda: (_weights(q @ k.transpose(-2, -1) / math.sqrt(d)) @ v,
-                         _weights(q @ k.transpose(-2, -1) / math.sqrt(d))),
-            "the values are not projected: weights @ x instead of weights @ (x @ W_v)":
-                lambda: (expected_w @ x, expected_w),
-        })
-        with forbidden(self_attention, _SELF_ATTENTION_OPS, _BUILD_SELF_ATTENTION):
-            found = call(self_attention, x, w_q, w_k, w_v, what=what)
-        _compare_attention(what, found, expected_out, expected_w, variants, k)
+    for i, case in enumerate(cases):
+        _check_self_attention_case(self_attention, seed, seed * 100 + 10 * i, *case)
+
+
+def _check_self_attention_case(self_attention, seed: int, base: int, batch: int, length: int, d: int, dh: int,
+                               dv: int, dtype) -> None:
+    __tracebackhide__ = True
+    x = random_tensor((batch, length, d), base, dtype)
+    w_q = random_tensor((d, dh), base + 1, dtype, d ** -0.5)
+    w_k = random_tensor((d, dh), base + 2, dtype, d ** -0.5)
+    w_v = random_tensor((d, dv), base + 3, dtype, d ** -0.5)
+    what = (f"self_attention(x, W_q, W_k, W_v) for x {tuple(x.shape)}, W_q and W_k {(d, dh)}, "
+            f"W_v {(d, dv)}, {dtype_name(dtype)} (seed {seed})")
+    expected_out, expected_w = reference.self_attention(x, w_q, w_k, w_v)
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    mistakes = _sdpa_variants(q, k, v)
+    mistakes.update({
+        "queries and keys swapped (x @ W_k as queries): the weights come out transposed":
+            lambda: reference.scaled_dot_product_attention(k, q, v),
+        "scores divided by sqrt(D), the model width, instead of sqrt(Dh), the width of q and k":
+            lambda: (_weights(q @ k.transpose(-2, -1) / math.sqrt(d)) @ v,
+                     _weights(q @ k.transpose(-2, -1) / math.sqrt(d))),
+        "the values are not projected: weights @ x instead of weights @ (x @ W_v)":
+            lambda: (expected_w @ x, expected_w),
+    })
+    with forbidden(self_attention, _SELF_ATTENTION_OPS, _BUILD_SELF_ATTENTION):
+        found = call(self_attention, x, w_q, w_k, w_v, what=what)
+    _compare_attention(what, found, expected_out, expected_w, mistakes, k)

@@ -12,9 +12,7 @@ import torch
 from torch import Tensor
 
 from autograder import reference
-from autograder.checks.core import (
-    call, check, expect_close, expect_shape, fail, forbidden, random_tensor,
-)
+from autograder.checks.core import call, check, expect_close, expect_shape, fail, forbidden, random_tensor
 
 _BUILD_FROM_MATMUL = "Build it from matrix products (@) and transposes (.T)."
 _BUILD_FROM_SVD = ("Build it from torch.linalg.svd (the exact SVD): keep the k largest "
@@ -44,10 +42,10 @@ def check_merged_qk(merged_qk, seed: int = 0) -> None:
             found = call(merged_qk, W_q, W_k, what=what)
         expect_close(what, found, expected, mistakes={
             "W_q.T @ W_k: a (Dh, Dh) matrix (summed over the D features), not the (D, D) form":
-                lambda: W_q.T @ W_k,
+                lambda W_k=W_k, W_q=W_q: W_q.T @ W_k,
             "W_k @ W_q.T: queries and keys swapped, which transposes W "
-            "(scores[i, j] would become scores[j, i])": lambda: W_k @ W_q.T,
-            "W_q @ W_q.T: the key projection is not used": lambda: W_q @ W_q.T,
+            "(scores[i, j] would become scores[j, i])": lambda W_k=W_k, W_q=W_q: W_k @ W_q.T,
+            "W_q @ W_q.T: the key projection is not used": lambda W_q=W_q: W_q @ W_q.T,
         }, hint="W = W_q W_k^T has shape (D, D) and rank at most Dh.")
 
 
@@ -66,12 +64,14 @@ def check_bilinear_scores(bilinear_scores, seed: int = 0) -> None:
         with forbidden(bilinear_scores, ["autograder.reference.bilinear_scores"], _BUILD_FROM_MATMUL):
             found = call(bilinear_scores, x, W, scale, what=what)
         expect_close(what, found, expected, mistakes={
-            "scale not applied": lambda: x @ W @ x.T,
+            "scale not applied": lambda W=W, x=x: x @ W @ x.T,
             "divided by scale instead of multiplying by it (scale is a multiplier, "
-            "e.g. 1/sqrt(Dh))": lambda: x @ W @ x.T / scale,
-            "x @ W.T @ x.T: W transposed, so scores[i, j] became scores[j, i]": lambda: scale * (x @ W.T @ x.T),
+            "e.g. 1/sqrt(Dh))": lambda W=W, scale=scale, x=x: x @ W @ x.T / scale,
+            "x @ W.T @ x.T: W transposed, so scores[i, j] became scores[j, i]":
+                lambda W=W, scale=scale, x=x: scale * (x @ W.T @ x.T),
             "x.T @ W @ x instead of x @ W @ x.T (the rows of x are the positions)":
-                lambda: scale * (x.T @ W @ x) if length == d else scale * (x.T @ x),
+                lambda W=W, d=d, length=length, scale=scale, x=x: scale * (x.T @ W @ x)
+                    if length == d else scale * (x.T @ x),
         }, hint="scores[i, j] = scale * x_i W x_j^T, with x_i the i-th row of x.")
 
 
@@ -145,16 +145,17 @@ def check_low_rank_error(low_rank_error, seed: int = 0) -> None:
                        "Compute it from the singular values (torch.linalg.svdvals) alone."):
             found = call(low_rank_error, W, rank, what=what)
         expect_close(what, found, expected, atol=1e-5, rtol=1e-4, mistakes={
-            "no square root (that is the squared error)": lambda: S[rank:].pow(2).sum(),
+            "no square root (that is the squared error)": lambda S=S, rank=rank: S[rank:].pow(2).sum(),
             "sum of the dropped singular values, not the root of the sum of their squares":
-                lambda: S[rank:].sum(),
-            "sum of the kept singular values instead of the dropped ones": lambda: S[:rank].sum(),
+                lambda S=S, rank=rank: S[rank:].sum(),
+            "sum of the kept singular values instead of the dropped ones": lambda S=S, rank=rank: S[:rank].sum(),
             "norm of the kept part (the approximation) instead of the residual":
-                lambda: S[:rank].pow(2).sum().sqrt(),
+                lambda S=S, rank=rank: S[:rank].pow(2).sum().sqrt(),
             "the largest dropped singular value alone (that is the spectral-norm error, "
-            "not the Frobenius one)": lambda: S[rank] if rank < len(S) else None,
-            "off by one in the rank (dropped from index k + 1)": lambda: S[rank + 1:].pow(2).sum().sqrt(),
+            "not the Frobenius one)": lambda S=S, rank=rank: S[rank] if rank < len(S) else None,
+            "off by one in the rank (dropped from index k + 1)":
+                lambda S=S, rank=rank: S[rank + 1:].pow(2).sum().sqrt(),
             "off by one in the rank (dropped from index k - 1)":
-                lambda: S[rank - 1:].pow(2).sum().sqrt() if rank >= 1 else None,
+                lambda S=S, rank=rank: S[rank - 1:].pow(2).sum().sqrt() if rank >= 1 else None,
         }, hint="||W - W_k||_F = sqrt(sigma_{k+1}^2 + ... + sigma_D^2), singular values sorted "
                 "from the largest; return a 0-dim tensor.")

@@ -9,15 +9,22 @@ PyTorch's ``nn.MultiheadAttention`` with those weights packed into ``in_proj_wei
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import Tensor, nn
 
 from autograder import reference
+from autograder.checks import variants
 from autograder.checks.core import (
-    call, check, expect_close, expect_shape, fail, forbidden, load_reference_weights, random_tensor,
+    call,
+    check,
+    dtype_name,
+    expect_close,
+    expect_shape,
+    fail,
+    forbidden,
+    load_reference_weights,
+    random_tensor,
 )
+from autograder.reference.interop import torch_mha_from
 
 _SPLIT_OPS = ["autograder.reference.split_heads"]
 _MERGE_OPS = ["autograder.reference.merge_heads"]
@@ -26,14 +33,9 @@ _MHA_OPS = [
     "torch.nn.functional.multi_head_attention_forward",
     "autograder.reference.MultiHeadAttention",
 ]
-_INVERTED = "mask polarity inverted (our masks: True = may attend; nn.MultiheadAttention's: True = blocked)"
 _BUILD_HEADS = "Build it with .reshape (or .view) and .transpose."
 _BUILD_MHA = ("Build it from the four nn.Linear projections, your split_heads/merge_heads and "
               "scaled dot-product attention (autograder.reference.scaled_dot_product_attention may be used).")
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 @check
@@ -43,23 +45,28 @@ def check_split_heads(split_heads, seed: int = 0) -> None:
     cases = [((2, 5, 8), 2, torch.float32), ((1, 1, 6), 3, torch.float32), ((3, 4, 12), 4, torch.float64),
              ((2, 3, 4), 1, torch.float32), ((1, 2, 4), 4, torch.float32)]
     for i, ((b, length, d), h, dtype) in enumerate(cases):
-        x = random_tensor((b, length, d), seed * 100 + i, dtype)
-        dh = d // h
-        what = f"split_heads(x, num_heads={h}) for x of shape {(b, length, d)}, {_dtype_name(dtype)} (seed {seed})"
-        expected = reference.split_heads(x, h)
-        with forbidden(split_heads, _SPLIT_OPS, _BUILD_HEADS):
-            found = call(split_heads, x, h, what=what)
-        expect_shape(what, found, (b, h, length, dh), mistakes={
-            "transpose(1, 2) missing: the shape is still (B, L, H, Dh)": (b, length, h, dh),
-            "heads not split off: (B, L, D) returned": (b, length, d),
-        })
-        expect_close(what, found, expected, mistakes={
-            "reshaped straight to (B, H, L, Dh) without the transpose, which mixes heads "
-            "with positions (reshape to (B, L, H, Dh) first, then transpose(1, 2))":
-                lambda: x.reshape(b, h, length, dh),
-            "features dealt out to the heads in turn (view(B, L, Dh, H)) instead of "
-            "contiguous blocks of Dh": lambda: x.reshape(b, length, dh, h).permute(0, 3, 1, 2),
-        }, hint="head h owns features h*Dh to (h+1)*Dh - 1 of every position.")
+        _check_split_case(split_heads, seed, random_tensor((b, length, d), seed * 100 + i, dtype), h)
+
+
+def _check_split_case(split_heads, seed: int, x: torch.Tensor, h: int) -> None:
+    __tracebackhide__ = True
+    b, length, d = x.shape
+    dh = d // h
+    what = f"split_heads(x, num_heads={h}) for x of shape {(b, length, d)}, {dtype_name(x.dtype)} (seed {seed})"
+    expected = reference.split_heads(x, h)
+    with forbidden(split_heads, _SPLIT_OPS, _BUILD_HEADS):
+        found = call(split_heads, x, h, what=what)
+    expect_shape(what, found, (b, h, length, dh), mistakes={
+        "transpose(1, 2) missing: the shape is still (B, L, H, Dh)": (b, length, h, dh),
+        "heads not split off: (B, L, D) returned": (b, length, d),
+    })
+    expect_close(what, found, expected, mistakes={
+        "reshaped straight to (B, H, L, Dh) without the transpose, which mixes heads "
+        "with positions (reshape to (B, L, H, Dh) first, then transpose(1, 2))":
+            lambda: x.reshape(b, h, length, dh),
+        "features dealt out to the heads in turn (view(B, L, Dh, H)) instead of "
+        "contiguous blocks of Dh": lambda: x.reshape(b, length, dh, h).permute(0, 3, 1, 2),
+    }, hint="head h owns features h*Dh to (h+1)*Dh - 1 of every position.")
 
 
 @check
@@ -69,21 +76,7 @@ def check_merge_heads(merge_heads, seed: int = 0) -> None:
     cases = [((2, 2, 5, 4), torch.float32), ((1, 3, 1, 2), torch.float32), ((3, 4, 4, 3), torch.float64),
              ((2, 1, 3, 4), torch.float32), ((1, 4, 2, 1), torch.float32)]
     for i, ((b, h, length, dh), dtype) in enumerate(cases):
-        x = random_tensor((b, h, length, dh), seed * 100 + i, dtype)
-        what = f"merge_heads(x) for x of shape {(b, h, length, dh)}, {_dtype_name(dtype)} (seed {seed})"
-        expected = reference.merge_heads(x)
-        with forbidden(merge_heads, _MERGE_OPS, _BUILD_HEADS):
-            found = call(merge_heads, x, what=what)
-        expect_shape(what, found, (b, length, h * dh), mistakes={
-            "the heads were not concatenated: (B, L, H, Dh) returned": (b, length, h, dh),
-            "heads merged with positions: (B, H * L, Dh)": (b, h * length, dh),
-        })
-        expect_close(what, found, expected, mistakes={
-            "merged without the transpose: reshape(B, L, D) straight from (B, H, L, Dh) mixes "
-            "heads with positions (transpose(1, 2) first)": lambda: x.reshape(b, length, h * dh),
-            "features interleaved across heads (permute(0, 2, 3, 1)) instead of concatenating "
-            "whole heads": lambda: x.permute(0, 2, 3, 1).reshape(b, length, h * dh),
-        }, hint="the output is Concat(head_1, ..., head_H) along the features, position by position.")
+        _check_merge_case(merge_heads, seed, random_tensor((b, h, length, dh), seed * 100 + i, dtype))
     x = random_tensor((2, 3, 12), seed * 100 + 50)
     what = f"merge_heads(split_heads(x, 4)) for x of shape (2, 3, 12) (seed {seed})"
     with forbidden(merge_heads, _MERGE_OPS, _BUILD_HEADS):
@@ -91,40 +84,23 @@ def check_merge_heads(merge_heads, seed: int = 0) -> None:
     expect_close(what, found, x, hint="merge_heads must undo split_heads exactly.")
 
 
-def _variant(ref: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, *,
-             scale: str = "Dh", softmax_dim: int = -1, out_proj: bool = True, transpose_heads: bool = True,
-             invert_mask: bool = False) -> tuple[Tensor, Tensor]:
-    """The reference's computation with one known mistake switched on."""
-    h = ref.num_heads
-
-    def split(t: Tensor) -> Tensor:
-        b, length, d = t.shape
-        if transpose_heads:
-            return reference.split_heads(t, h)
-        return t.reshape(b, h, length, d // h)  # (B, H, L, Dh), heads mixed with positions
-
-    q, k, v = split(ref.q_proj(query)), split(ref.k_proj(key)), split(ref.v_proj(value))
-    d_model = query.size(-1)
-    factor = {"Dh": 1 / math.sqrt(q.size(-1)), "none": 1.0, "D": 1 / math.sqrt(d_model)}[scale]
-    scores = q @ k.transpose(-2, -1) * factor  # (B, H, Lq, Lk)
-    if mask is not None:
-        scores = scores.masked_fill(mask if invert_mask else ~mask, float("-inf"))
-    weights = reference.softmax(scores, dim=softmax_dim)
-    out = weights @ v  # (B, H, Lq, Dh)
-    merged = reference.merge_heads(out) if transpose_heads else out.reshape(query.shape[0], query.shape[1], -1)
-    return (ref.out_proj(merged) if out_proj else merged), weights
-
-
-def _torch_mha(ref: nn.Module) -> nn.MultiheadAttention:
-    """PyTorch's module with the reference's weights (q, k, v packed into in_proj_weight)."""
-    d = ref.d_model
-    theirs = nn.MultiheadAttention(d, ref.num_heads, dropout=0.0, bias=True, batch_first=True)
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ref.q_proj.weight, ref.k_proj.weight, ref.v_proj.weight]))  # (3D, D)
-        theirs.in_proj_bias.copy_(torch.cat([ref.q_proj.bias, ref.k_proj.bias, ref.v_proj.bias]))  # (3D,)
-        theirs.out_proj.weight.copy_(ref.out_proj.weight)
-        theirs.out_proj.bias.copy_(ref.out_proj.bias)
-    return theirs.to(ref.q_proj.weight.dtype).eval()
+def _check_merge_case(merge_heads, seed: int, x: torch.Tensor) -> None:
+    __tracebackhide__ = True
+    b, h, length, dh = x.shape
+    what = f"merge_heads(x) for x of shape {(b, h, length, dh)}, {dtype_name(x.dtype)} (seed {seed})"
+    expected = reference.merge_heads(x)
+    with forbidden(merge_heads, _MERGE_OPS, _BUILD_HEADS):
+        found = call(merge_heads, x, what=what)
+    expect_shape(what, found, (b, length, h * dh), mistakes={
+        "the heads were not concatenated: (B, L, H, Dh) returned": (b, length, h, dh),
+        "heads merged with positions: (B, H * L, Dh)": (b, h * length, dh),
+    })
+    expect_close(what, found, expected, mistakes={
+        "merged without the transpose: reshape(B, L, D) straight from (B, H, L, Dh) mixes "
+        "heads with positions (transpose(1, 2) first)": lambda: x.reshape(b, length, h * dh),
+        "features interleaved across heads (permute(0, 2, 3, 1)) instead of concatenating "
+        "whole heads": lambda: x.permute(0, 2, 3, 1).reshape(b, length, h * dh),
+    }, hint="the output is Concat(head_1, ..., head_H) along the features, position by position.")
 
 
 def _mha_cases(seed: int) -> list[dict]:
@@ -163,7 +139,7 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
     __tracebackhide__ = True
     d, h, b, lq, lk, mask, dtype = (case[n] for n in ("d", "h", "b", "lq", "lk", "mask", "dtype"))
     what = (f"MultiHeadAttention(d_model={d}, num_heads={h}) on {case['kind']}: query {(b, lq, d)}, "
-            f"key/value {(b, lk, d)}, {_dtype_name(dtype)} (seed {seed})")
+            f"key/value {(b, lk, d)}, {dtype_name(dtype)} (seed {seed})")
     torch.manual_seed(seed * 100 + i)
     ref = reference.MultiHeadAttention(d, h).to(dtype).eval()
     query = random_tensor((b, lq, d), seed * 100 + 3 * i, dtype)
@@ -174,18 +150,13 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
         expected_weights = ref.attn_weights
         torch_out = None
         if "fully padded" not in case["kind"]:
-            torch_out, _ = _torch_mha(ref)(query, key, value, key_padding_mask=case.get("torch_kpm"),
+            torch_out, _ = torch_mha_from(ref, h).eval()(query, key, value, key_padding_mask=case.get("torch_kpm"),
                                            attn_mask=case.get("torch_attn_mask"), need_weights=False)
-        variants = {
-            "scores not scaled by 1/sqrt(Dh)": dict(scale="none"),
-            "scores scaled by 1/sqrt(d_model) instead of 1/sqrt(Dh) (the head size)": dict(scale="D"),
-            "softmax over the queries (dim=-2) instead of the keys (dim=-1)": dict(softmax_dim=-2),
-            "output projection out_proj not applied": dict(out_proj=False),
-            "heads reshaped without the transpose (heads mixed with positions)": dict(transpose_heads=False),
-        }
+        names = [variants.NO_SCALE, variants.SCALE_BY_D_MODEL, variants.SOFTMAX_OVER_QUERIES,
+                 variants.NO_OUT_PROJ, variants.HEADS_WITHOUT_TRANSPOSE]
         if mask is not None:
-            variants[_INVERTED] = dict(invert_mask=True)
-        wrong = {name: _variant(ref, query, key, value, mask, **kw) for name, kw in variants.items()}
+            names.append(variants.MASK_INVERTED)
+        wrong = {name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name) for name in names}
     with forbidden(MultiHeadAttention, _MHA_OPS, _BUILD_MHA):
         module = call(MultiHeadAttention, d, h, what=f"MultiHeadAttention(d_model={d}, num_heads={h})")
         load_reference_weights(module, ref, f"MultiHeadAttention(d_model={d}, num_heads={h})")

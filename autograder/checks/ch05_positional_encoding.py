@@ -11,9 +11,7 @@ import torch
 from torch import Tensor
 
 from autograder import reference
-from autograder.checks.core import (
-    call, check, expect_close, expect_shape, fail, forbidden, generator, random_tensor,
-)
+from autograder.checks.core import call, check, expect_close, expect_shape, fail, forbidden, generator, random_tensor
 
 # ----------------------------------------------------------------------------- known mistakes
 
@@ -76,6 +74,10 @@ def _sizes(seed: int, fixed: list[tuple[int, int]], max_length: int, max_half: i
 
 # ----------------------------------------------------------------------------- checks
 
+_DTYPE_HINT = ("there is no input tensor whose dtype to keep, so the table has PyTorch's default dtype, "
+               "torch.float32, the dtype of the embeddings it is added to: compute in float64 if you like, "
+               "then return .float() (or build it with dtype=torch.float32).")
+
 
 @check
 def check_sinusoidal_encoding(sinusoidal_encoding, seed: int = 0) -> None:
@@ -87,8 +89,9 @@ def check_sinusoidal_encoding(sinusoidal_encoding, seed: int = 0) -> None:
         with forbidden(sinusoidal_encoding, ["autograder.reference.sinusoidal_encoding"],
                        "Build the table from torch.arange, torch.sin and torch.cos."):
             found = call(sinusoidal_encoding, length, d, what=what)
-        expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes={
-            name: (lambda kw=kw: _encoding(length, d, **kw)) for name, kw in _ENCODING_MISTAKES.items()
+        expect_close(what, found, expected, atol=1e-4, rtol=1e-4, dtype_hint=_DTYPE_HINT, mistakes={
+            name: (lambda kw=kw, d=d, length=length: _encoding(length, d, **kw))
+                for name, kw in _ENCODING_MISTAKES.items()
         } | {"(D, L) instead of (L, D): rows are positions": expected.T})
 
 
@@ -109,8 +112,8 @@ def check_rotation_matrix(rotation_matrix, seed: int = 0) -> None:
             expected = reference.rotation_matrix(k, d)
             with forbidden(rotation_matrix, ["autograder.reference.rotation_matrix"], instead):
                 found = call(rotation_matrix, k, d, what=what)
-            expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes={
-                name: (lambda kw=kw: _rotation(k, d, **kw)) for name, kw in _ROTATION_MISTAKES.items()
+            expect_close(what, found, expected, atol=1e-4, rtol=1e-4, dtype_hint=_DTYPE_HINT, mistakes={
+                name: (lambda kw=kw, d=d, k=k: _rotation(k, d, **kw)) for name, kw in _ROTATION_MISTAKES.items()
             })
         # The property itself, for every offset: R(k) @ PE[t] against PE[t + k].
         pe = reference.sinusoidal_encoding(length, d, torch.float64)  # (L, D)
@@ -160,8 +163,8 @@ def check_pe_similarity(pe_similarity, seed: int = 0) -> None:
         expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes={
             "pe.T @ pe: dot products of columns (dimensions) instead of rows (positions)": pe.T @ pe,
             "cosine similarities (divided by the norms) instead of plain dot products":
-                lambda: (pe @ pe.T) / (norms * norms.T),
-            "distances instead of dot products": lambda: torch.cdist(pe, pe),
+                lambda norms=norms, pe=pe: (pe @ pe.T) / (norms * norms.T),
+            "distances instead of dot products": lambda pe=pe: torch.cdist(pe, pe),
         })
 
 
@@ -186,9 +189,11 @@ def check_add_positions(add_positions, seed: int = 0) -> None:
             found = call(add_positions, x.clone(), pe.clone(), what=what)
         root = math.sqrt(d)
         expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes={
-            "embeddings not multiplied by sqrt(D)": lambda: x + pe[:length],
-            "embeddings divided by sqrt(D) instead of multiplied": lambda: x / root + pe[:length],
-            "embeddings multiplied by D instead of sqrt(D)": lambda: x * d + pe[:length],
-            "the sum scaled by sqrt(D): the encoding must not be scaled": lambda: (x + pe[:length]) * root,
-            "the whole table added instead of its first L rows": lambda: x * root + pe,
+            "embeddings not multiplied by sqrt(D)": lambda length=length, pe=pe, x=x: x + pe[:length],
+            "embeddings divided by sqrt(D) instead of multiplied":
+                lambda length=length, pe=pe, root=root, x=x: x / root + pe[:length],
+            "embeddings multiplied by D instead of sqrt(D)": lambda d=d, length=length, pe=pe, x=x: x * d + pe[:length],
+            "the sum scaled by sqrt(D): the encoding must not be scaled":
+                lambda length=length, pe=pe, root=root, x=x: (x + pe[:length]) * root,
+            "the whole table added instead of its first L rows": lambda pe=pe, root=root, x=x: x * root + pe,
         })

@@ -14,7 +14,24 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
-    call, check, describe, expect_close, expect_equal, expect_shape, fail, forbidden, generator, random_tensor,
+    call,
+    check,
+    describe,
+    expect_close,
+    expect_equal,
+    expect_shape,
+    fail,
+    forbidden,
+    generator,
+    random_tensor,
+)
+from autograder.checks.variants import (
+    MASK_AFTER_SOFTMAX,
+    MASK_FILLED_FINITE,
+    MASK_INVERTED,
+    NAN_ROWS,
+    NO_SCALE,
+    wrong_attention,
 )
 from autograder.reference.leaks import leaks_future as _reference_leaks_future
 
@@ -128,35 +145,7 @@ def check_decoder_self_attention_mask(decoder_self_attention_mask, seed: int = 0
 # ----------------------------------------------------------------------------- masked attention
 
 
-def _wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, kind: str) -> tuple[Tensor, Tensor]:
-    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
-    if kind != "no scale":
-        scores = scores / math.sqrt(q.size(-1))
-    if mask is None:
-        w = torch.softmax(scores, -1)
-    elif kind == "after":
-        w = torch.softmax(scores, -1) * mask
-    elif kind == "finite":
-        w = torch.softmax(scores.masked_fill(~mask, -1e4), -1)
-    elif kind == "nan":
-        w = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
-    elif kind == "inverted":
-        w = reference.softmax(scores.masked_fill(mask, float("-inf")), -1)
-    else:  # no scale
-        w = reference.softmax(scores.masked_fill(~mask, float("-inf")), -1)
-    return w @ v, w
-
-
-_ATTENTION_MISTAKES = {
-    "mask applied after the softmax: masked weights were zeroed but the rest no longer sum to 1; "
-    "fill the masked scores with -inf BEFORE the softmax": "after",
-    "masked scores filled with a finite value such as -1e4 instead of -inf: masked keys still get "
-    "weight (a fully masked row averages every value, and large scores leak)": "finite",
-    "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero "
-    "output": "nan",
-    "mask polarity inverted: True means 'may attend'": "inverted",
-    "scores not divided by sqrt(Dh)": "no scale",
-}
+_ATTENTION_MISTAKES = (MASK_AFTER_SOFTMAX, MASK_FILLED_FINITE, NAN_ROWS, MASK_INVERTED, NO_SCALE)
 
 
 def _attention_cases(seed: int) -> list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]]:
@@ -201,19 +190,25 @@ def check_masked_attention(masked_attention, seed: int = 0) -> None:
                "autograder.reference.scaled_dot_product_attention", "autograder.reference.self_attention",
                "autograder.reference.softmax", "autograder.reference.MultiHeadAttention"]
     for label, q, k, v, mask in _attention_cases(seed):
-        what = f"masked_attention(q, k, v, attn_mask) with {label} (seed {seed})"
-        expected_out, expected_w = reference.scaled_dot_product_attention(q, k, v, mask)
-        with forbidden(masked_attention, targets, instead):
-            found = call(masked_attention, q.clone(), k.clone(), v.clone(),
-                         None if mask is None else mask.clone(), what=what)
-        if not (isinstance(found, tuple) and len(found) == 2):
-            fail(what, "a tuple (output, weights)", describe(found))
-        for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
-                                                         ("output", found[0], expected_out, 0)):
-            expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes={
-                name: (lambda kind=kind, index=index: _wrong_attention(q, k, v, mask, kind)[index])
-                for name, kind in _ATTENTION_MISTAKES.items()
-            })
+        _check_masked_case(masked_attention, f"masked_attention(q, k, v, attn_mask) with {label} (seed {seed})",
+                           q, k, v, mask, targets, instead)
+
+
+def _check_masked_case(masked_attention, what: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+                       targets: list[str], instead: str) -> None:
+    __tracebackhide__ = True
+    expected_out, expected_w = reference.scaled_dot_product_attention(q, k, v, mask)
+    with forbidden(masked_attention, targets, instead):
+        found = call(masked_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(),
+                     what=what)
+    if not (isinstance(found, tuple) and len(found) == 2):
+        fail(what, "a tuple (output, weights)", describe(found))
+    for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
+                                                     ("output", found[0], expected_out, 0)):
+        expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes={
+            name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
+            for name in _ATTENTION_MISTAKES
+        })
 
 
 # ----------------------------------------------------------------------------- the leak test

@@ -6,20 +6,33 @@ H heads, F d_ff. Masks are boolean, True = may attend.
 The layers are compared with the reference (same weights, copied in with
 ``load_reference_weights``) and, where no row is fully masked, with PyTorch's own
 ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer`` holding the same weights
-(``torch_layer_like`` packs them; ``torch_attn_mask`` turns our masks into PyTorch's).
+(``torch_layer_like`` packs them; ``torch_attn_mask`` turns our masks into PyTorch's), in
+eval mode; then in training mode, where ``dropout.fixed_dropout`` makes the reference and
+the candidate drop the same entries, so that a missing or misplaced dropout is named.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from autograder import reference
+from autograder.checks import variants as v
 from autograder.checks.core import (
-    call, check, expect_close, fail, forbidden, generator, load_reference_weights, random_tensor,
+    call,
+    check,
+    dtype_name,
+    expect_close,
+    forbidden,
+    generator,
+    load_reference_weights,
+    random_tensor,
+    seeded,
 )
+from autograder.checks.dropout import expect_dropout
 from autograder.reference.interop import torch_layer_from
 from autograder.reference.norms import layer_norm as _reference_layer_norm
 
@@ -68,12 +81,10 @@ def _lengths_mask(lengths: list[int], length: int) -> Tensor:
     return (torch.arange(length)[None, :] < torch.tensor(lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
 
 
-def _seeded(make: Callable[[], nn.Module], seed: int) -> nn.Module:
-    """Build a reference module from a fixed seed, with LayerNorm gains and shifts that are
-    not 1 and 0 (so that a misplaced norm shows)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = make()
+def _seeded_layer(make: Callable[..., nn.Module], seed: int, *args, **kwargs) -> nn.Module:
+    """A reference module built from a fixed seed, with LayerNorm gains and shifts that are
+    not 1 and 0 (so that a misplaced norm shows), in eval mode."""
+    module = seeded(make, seed, *args, **kwargs)
     g = generator(seed + 7)
     with torch.no_grad():
         for sub in module.modules():
@@ -83,22 +94,14 @@ def _seeded(make: Callable[[], nn.Module], seed: int) -> nn.Module:
     return module.eval()
 
 
-def _make_candidate(candidate: type, args: tuple, ref: nn.Module, what: str) -> nn.Module:
+def _make_candidate(candidate: type, args: tuple, ref: nn.Module, what: str, **kwargs) -> nn.Module:
     __tracebackhide__ = True
-    module = call(candidate, *args, what=what)
+    module = call(candidate, *args, what=what, **kwargs)
     load_reference_weights(module, ref, what)
     return module.to(next(ref.parameters()).dtype).eval()
 
 
 # ----------------------------------------------------------------------------- layer_norm
-
-def _batch_stats_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
-    """The BatchNorm mistake: per-feature statistics over every axis but the last."""
-    dims = tuple(range(x.dim() - 1))
-    mean = x.mean(dim=dims, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * weight + bias
-
 
 def _layer_norm_mistakes(x: Tensor, w: Tensor, b: Tensor, eps: float) -> dict[str, Callable[[], Tensor]]:
     mean = x.mean(-1, keepdim=True)
@@ -110,7 +113,7 @@ def _layer_norm_mistakes(x: Tensor, w: Tensor, b: Tensor, eps: float) -> dict[st
         "eps outside the square root, (x - mean) / (sqrt(var) + eps); it belongs inside, sqrt(var + eps)":
             lambda: (x - mean) / (torch.sqrt(var) + eps) * w + b,
         "statistics over the batch axis (BatchNorm): LayerNorm normalises each position over its own "
-        "D features": lambda: _batch_stats_norm(x, w, b, eps),
+        "D features": lambda: v.batch_stats_norm(x, w, b, eps),
         "eps left out, so a constant row gives 0 / 0 = NaN": lambda: (x - mean) / torch.sqrt(var) * w + b,
         "the mean is not subtracted": lambda: x / torch.sqrt(var + eps) * w + b,
         "divided by the variance instead of the standard deviation": lambda: (x - mean) / (var + eps) * w + b,
@@ -138,7 +141,7 @@ def check_layer_norm(layer_norm, seed: int = 0) -> None:
             x[0, 0] = 1.5  # a constant row: zero variance
         w = 1 + 0.5 * random_tensor(shape[-1:], s + 50, dtype)
         b = 0.5 * random_tensor(shape[-1:], s + 60, dtype)
-        what = (f"layer_norm(x, weight, bias, eps={eps:g}) for x of shape {shape}, {str(dtype)[6:]}, "
+        what = (f"layer_norm(x, weight, bias, eps={eps:g}) for x of shape {shape}, {dtype_name(dtype)}, "
                 f"values ~{shift:g} +- {scale:g} (seed {seed})")
         expected = _reference_layer_norm(x, w, b, eps)
         with forbidden(layer_norm, _LAYER_NORM_OPS, _BUILD_LAYER_NORM):
@@ -151,108 +154,49 @@ def check_layer_norm(layer_norm, seed: int = 0) -> None:
 @check
 def check_positionwise_feed_forward(PositionwiseFeedForward, seed: int = 0) -> None:
     """Build ``PositionwiseFeedForward(d_model, d_ff, dropout)``, copy the reference's weights
-    in, compare outputs in eval mode (several sizes, length 1, float64), and make sure
-    dropout acts in training mode."""
+    in, compare outputs in eval mode (several sizes, length 1, float64), then in training mode
+    with the same entries dropped as in the reference (dropout on the hidden units)."""
     cases = [(8, 32, 2, 5, torch.float32), (6, 24, 1, 1, torch.float32), (4, 16, 3, 7, torch.float64)]
-    for i, (d, f, b, length, dtype) in enumerate(cases):
-        s = seed * 100 + i
-        what = f"PositionwiseFeedForward(d_model={d}, d_ff={f}, dropout=0.1) on x of shape {(b, length, d)}, " \
-               f"{str(dtype)[6:]}, eval mode (seed {seed})"
-        ref = _seeded(lambda: reference.PositionwiseFeedForward(d, f, 0.1), s).to(dtype)
-        x = random_tensor((b, length, d), s, dtype)
-        expected = ref(x)
-        lin1, lin2 = ref.linear1, ref.linear2
-        mistakes = {
-            "no ReLU between the two linear layers": lambda: lin2(lin1(x)),
-            "ReLU after the second linear layer as well": lambda: torch.relu(ref(x)),
-            "ReLU after the second linear layer instead of after the first": lambda: torch.relu(lin2(lin1(x))),
-        }
-        with forbidden(PositionwiseFeedForward, _FFN_OPS, _BUILD_FFN):
-            module = _make_candidate(PositionwiseFeedForward, (d, f, 0.1), ref, what)
-            found = call(module, x, what=what)
-        expect_close(what, found, expected, mistakes=mistakes)
-    # Dropout: active while training, off in eval (checked above).
-    ref = _seeded(lambda: reference.PositionwiseFeedForward(8, 64, 0.5), seed)
-    x = random_tensor((2, 6, 8), seed)
-    what = "PositionwiseFeedForward(d_model=8, d_ff=64, dropout=0.5) in training mode"
+    for i, case in enumerate(cases):
+        _check_ffn_case(PositionwiseFeedForward, seed, seed * 100 + i, *case)
+    ref = _seeded_layer(reference.PositionwiseFeedForward, seed, 8, 64, 0.5).double().train()
+    x = random_tensor((2, 6, 8), seed, torch.float64)
+    what = (f"PositionwiseFeedForward(d_model=8, d_ff=64, dropout=0.5) on x (2, 6, 8), float64, in training mode "
+            f"(dropout drawn from the check's seed {seed})")
+
+    def dropped(t: Tensor) -> Tensor:
+        return F.dropout(t, 0.5)
+
     with forbidden(PositionwiseFeedForward, _FFN_OPS, _BUILD_FFN):
         module = _make_candidate(PositionwiseFeedForward, (8, 64, 0.5), ref, what)
-        module.train()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            trained = call(module, x, what=what)
-    if torch.allclose(trained, ref(x)):
-        fail(what, "an output that differs from eval mode (dropout zeroes half of the hidden units)",
-             "the same output as in eval mode", "dropout is not applied (store nn.Dropout(dropout) as "
-             "self.dropout and apply it to the hidden activations)")
+    expect_dropout(what, module, (x,), seed, lambda: ref(x), {
+        v.FFN_DROPOUT_NOT_APPLIED: lambda: ref.linear2(torch.relu(ref.linear1(x))),
+        v.DROPOUT_IN_FFN_ONLY_AT_OUTPUT: lambda: dropped(ref.linear2(torch.relu(ref.linear1(x)))),
+        v.DROPOUT_ON_FFN_INPUT: lambda: ref.linear2(torch.relu(ref.linear1(dropped(x)))),
+    }, {(2, 6, 64): ("the hidden units (B, L, F)", 1)}, (PositionwiseFeedForward, _FFN_OPS, _BUILD_FFN),
+        atol=1e-10, rtol=1e-8)
 
 
-# ----------------------------------------------------------------------------- the layers, wrong
-
-def _add_norm(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor],
-              post: bool, residual: str = "add") -> Tensor:
-    """One sublayer with its residual and norm; ``residual`` is "add", "none" or
-    "after_norm" (pre-norm only: h = norm(x); h + sublayer(h))."""
-    if post:
-        return norm(sublayer(x)) if residual == "none" else norm(x + sublayer(x))
-    h = norm(x)
-    return {"add": x, "none": 0, "after_norm": h}[residual] + sublayer(h)
-
-
-def _batch_norm_of(ln: nn.Module) -> Callable[[Tensor], Tensor]:
-    return lambda x: _batch_stats_norm(x, ln.weight, ln.bias, ln.eps)
-
-
-def _encoder_variant(ref: nn.Module, x: Tensor, mask: Tensor | None, *, post: bool, residual: str = "add",
-                     batch_stats: bool = False, ignore_mask: bool = False) -> Tensor:
-    norms = [_batch_norm_of(n) if batch_stats else n for n in (ref.norm1, ref.norm2)]
-    m = None if ignore_mask else mask
-    x = _add_norm(x, lambda h: ref.self_attn(h, h, h, m), norms[0], post, residual)
-    return _add_norm(x, ref.ff, norms[1], post, residual)
-
-
-def _layer_mistakes(ref: nn.Module, variant: Callable[..., Tensor], args: tuple, norm_first: bool,
-                    mask_names: dict[str, str]) -> dict[str, Callable[[], Tensor]]:
-    post = not norm_first
-    out = {
-        "the residual connection is missing (x + sublayer(...) is needed around every sublayer)":
-            lambda: variant(ref, *args, post=post, residual="none"),
-        ("post-norm computed although norm_first=True" if norm_first else
-         "pre-norm computed although norm_first=False"): lambda: variant(ref, *args, post=not post),
-        "statistics over the batch and positions (BatchNorm) instead of LayerNorm over each position's "
-        "features": lambda: variant(ref, *args, post=post, batch_stats=True),
+def _check_ffn_case(PositionwiseFeedForward, seed: int, s: int, d: int, f: int, b: int, length: int, dtype) -> None:
+    __tracebackhide__ = True
+    what = (f"PositionwiseFeedForward(d_model={d}, d_ff={f}, dropout=0.1) on x of shape {(b, length, d)}, "
+            f"{dtype_name(dtype)}, eval mode (seed {seed})")
+    ref = _seeded_layer(reference.PositionwiseFeedForward, s, d, f, 0.1).to(dtype)
+    x = random_tensor((b, length, d), s, dtype)
+    expected = ref(x)
+    lin1, lin2 = ref.linear1, ref.linear2
+    mistakes = {
+        "no ReLU between the two linear layers": lambda: lin2(lin1(x)),
+        "ReLU after the second linear layer as well": lambda: torch.relu(ref(x)),
+        "ReLU after the second linear layer instead of after the first": lambda: torch.relu(lin2(lin1(x))),
     }
-    if norm_first:
-        out["in pre-norm the residual is added after the norm (h = norm(x); h + sublayer(h)); "
-            "it must add the un-normalised x: x + sublayer(norm(x))"] = \
-            lambda: variant(ref, *args, post=post, residual="after_norm")
-    for flag, name in mask_names.items():
-        out[name] = lambda flag=flag: variant(ref, *args, post=post, **{flag: True})
-    return out
+    with forbidden(PositionwiseFeedForward, _FFN_OPS, _BUILD_FFN):
+        module = _make_candidate(PositionwiseFeedForward, (d, f, 0.1), ref, what)
+        found = call(module, x, what=what)
+    expect_close(what, found, expected, mistakes=mistakes)
 
 
-def _decoder_variant(ref: nn.Module, y: Tensor, memory: Tensor, tgt_mask: Tensor | None,
-                     memory_mask: Tensor | None, *, post: bool, residual: str = "add", batch_stats: bool = False,
-                     ignore_tgt_mask: bool = False, ignore_memory_mask: bool = False, cross: str = "right",
-                     memory_in_last_residual: bool = False) -> Tensor:
-    n1, n2, n3 = [_batch_norm_of(n) if batch_stats else n for n in (ref.norm1, ref.norm2, ref.norm3)]
-    tm = None if ignore_tgt_mask else tgt_mask
-    mm = None if ignore_memory_mask else memory_mask
-    cross_attn = {
-        "right": lambda h: ref.cross_attn(h, memory, memory, mm),
-        "kv_from_decoder_memory_mask": lambda h: ref.cross_attn(h, h, h, mm),
-        "kv_from_decoder_tgt_mask": lambda h: ref.cross_attn(h, h, h, tm),
-        "memory_as_query": lambda h: ref.cross_attn(memory, memory, h, mm),
-        "memory_as_query_kv_decoder": lambda h: ref.cross_attn(memory, h, h, mm),
-    }[cross]
-    y = _add_norm(y, lambda h: ref.self_attn(h, h, h, tm), n1, post, residual)
-    y = _add_norm(y, cross_attn, n2, post, residual)
-    if memory_in_last_residual:
-        return n3(memory + ref.ff(y)) if post else memory + ref.ff(n3(y))
-    return _add_norm(y, ref.ff, n3, post, residual)
-
-
-# ----------------------------------------------------------------------------- the layers, checked
+# ----------------------------------------------------------------------------- the layers
 
 def _compare_layer(what: str, found: Tensor, expected: Tensor, oracle: Tensor | None, oracle_name: str,
                    mistakes: dict[str, Callable[[], Tensor]]) -> None:
@@ -261,14 +205,39 @@ def _compare_layer(what: str, found: Tensor, expected: Tensor, oracle: Tensor | 
     expect_close(what, found, expected, mistakes=mistakes, **tol)
     if oracle is not None:
         expect_close(f"{what}, against {oracle_name} with the same weights", found, oracle, mistakes=mistakes,
-                           atol=1e-4, rtol=1e-3)
+                     atol=1e-4, rtol=1e-3)
 
 
-def _encoder_cases(seed: int) -> Iterator[tuple]:
-    # d_model, heads, d_ff, batch, S, lengths (None: no mask), dtype
-    yield 8, 2, 32, 2, 5, [5, 3], torch.float32
-    yield 12, 3, 24, 1, 1, None, torch.float32
-    yield 8, 4, 16, 3, 6, [6, 2, 0], torch.float64  # a fully padded sequence: zeros, not NaN
+def _layer_dropout(Layer: type, name: str, seed: int, norm_first: bool, d: int, h: int, f: int, inputs: tuple,
+                   lengths: tuple[int, ...]) -> None:
+    """The layer in training mode, dropout 0.3, float64: the reference's output under the same
+    fixed dropout masks, or the name of the misplaced or missing dropout."""
+    __tracebackhide__ = True
+    p, decoder = 0.3, name == "DecoderLayer"
+    make = reference.DecoderLayer if decoder else reference.EncoderLayer
+    ref = _seeded_layer(make, seed * 100 + 50 + norm_first, d_model=d, num_heads=h, d_ff=f, dropout=p,
+                        norm_first=norm_first).double().train()
+    b, t_len = inputs[0].shape[:2]
+    what = (f"{name}(d_model={d}, num_heads={h}, d_ff={f}, dropout={p}, norm_first={norm_first}) on inputs of "
+            f"shapes {[tuple(x.shape) for x in inputs[:2 if decoder else 1]]}, float64, in training mode "
+            f"(dropout drawn from the check's seed {seed})")
+    args = inputs if decoder else (inputs[0], None, inputs[1], None)  # as variants.layer_variant takes them
+    sites = {(b, h, t_len, t_len): ("the self-attention weights", 1), (b, t_len, f): ("the FFN's hidden units", 1),
+             (b, t_len, d): ("the sublayer outputs", 2 + decoder)}
+    if decoder:
+        sites[(b, h, t_len, lengths[1])] = ("the cross-attention weights", 1)
+    with forbidden(Layer, _LAYER_OPS, _BUILD_LAYER):
+        layer = _make_candidate(Layer, (d, h, f, p), ref, what, norm_first=norm_first)
+    expect_dropout(what, layer, inputs, seed, lambda: ref(*inputs), v.dropout_mistakes(ref, args, norm_first, p),
+                   sites, (Layer, _LAYER_OPS, _BUILD_LAYER), atol=1e-9, rtol=1e-7)
+
+
+def _encoder_cases(seed: int) -> list[tuple]:
+    return [  # d_model, heads, d_ff, batch, S, lengths (None: no mask), dtype
+        (8, 2, 32, 2, 5, [5, 3], torch.float32),
+        (12, 3, 24, 1, 1, None, torch.float32),
+        (8, 4, 16, 3, 6, [6, 2, 0], torch.float64),  # a fully padded sequence: zeros, not NaN
+    ]
 
 
 @check
@@ -276,35 +245,61 @@ def check_encoder_layer(EncoderLayer, seed: int = 0) -> None:
     """Build ``EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first=...)`` for both norm
     placements, copy the reference's weights in, and compare ``layer(x, src_mask)`` (eval
     mode) with the reference and with ``nn.TransformerEncoderLayer`` holding the same
-    weights: padding masks, length 1, a fully padded sequence, float64."""
+    weights: padding masks, length 1, a fully padded sequence, float64. Then in training
+    mode: dropout on the attention weights, the FFN's hidden units and each sublayer's
+    output before the residual add."""
     for norm_first in (False, True):
-        for i, (d, h, f, b, s_len, lengths, dtype) in enumerate(_encoder_cases(seed)):
-            s = seed * 100 + i + 10 * norm_first
-            args = (d, h, f, 0.1)
-            what = (f"EncoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
-                    f"on x {(b, s_len, d)}, {str(dtype)[6:]}, src_mask "
-                    f"{'None' if lengths is None else f'for lengths {lengths}'}, eval mode (seed {seed})")
-            ref = _seeded(lambda: reference.EncoderLayer(*args, norm_first=norm_first), s).to(dtype)
-            x = random_tensor((b, s_len, d), s, dtype)
-            mask = None if lengths is None else _lengths_mask(lengths, s_len)
-            expected = ref(x, mask)
-            oracle = None
-            if lengths is None or min(lengths) > 0:  # PyTorch gives NaN for fully masked rows
-                oracle = torch_layer_like(ref)(x, src_mask=torch_attn_mask(mask, b, h, s_len, s_len)).detach()
-            mistakes = _layer_mistakes(ref, _encoder_variant, (x, mask), norm_first,
-                                       {"ignore_mask": "the padding mask (src_mask) is ignored"})
-            with forbidden(EncoderLayer, _LAYER_OPS, _BUILD_LAYER):
-                layer = _make_candidate(EncoderLayer, (*args, norm_first), ref, what)
-                found = call(layer, x, mask, what=what)
-            _compare_layer(what, found, expected, oracle, "nn.TransformerEncoderLayer", mistakes)
+        for i, case in enumerate(_encoder_cases(seed)):
+            _check_encoder_case(EncoderLayer, seed, seed * 100 + i + 10 * norm_first, norm_first, *case)
+    for norm_first in (False, True):
+        x = random_tensor((2, 5, 8), seed * 100 + 60, torch.float64)
+        _layer_dropout(EncoderLayer, "EncoderLayer", seed, norm_first, 8, 2, 16, (x, _lengths_mask([5, 3], 5)),
+                       (5,))
 
 
-def _decoder_cases(seed: int) -> Iterator[tuple]:
-    # d_model, heads, d_ff, batch, T, S, target lengths, source lengths, dtype
-    yield 8, 2, 32, 2, 5, 5, [5, 4], [5, 3], torch.float32  # T == S, so a swapped query still has the right shape
-    yield 8, 2, 16, 2, 4, 7, None, [7, 2], torch.float32
-    yield 12, 3, 24, 1, 1, 1, None, None, torch.float32
-    yield 8, 4, 16, 3, 3, 6, [3, 2, 3], [6, 1, 0], torch.float64  # a fully padded source
+def _check_encoder_case(EncoderLayer, seed: int, s: int, norm_first: bool, d: int, h: int, f: int, b: int,
+                        s_len: int, lengths: list[int] | None, dtype) -> None:
+    __tracebackhide__ = True
+    what = (f"EncoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
+            f"on x {(b, s_len, d)}, {dtype_name(dtype)}, src_mask "
+            f"{'None' if lengths is None else f'for lengths {lengths}'}, eval mode (seed {seed})")
+    ref = _seeded_layer(reference.EncoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1,
+                        norm_first=norm_first).to(dtype)
+    x = random_tensor((b, s_len, d), s, dtype)
+    mask = None if lengths is None else _lengths_mask(lengths, s_len)
+    expected = ref(x, mask)
+    oracle = None
+    if lengths is None or min(lengths) > 0:  # PyTorch gives NaN for fully masked rows
+        oracle = torch_layer_like(ref)(x, src_mask=torch_attn_mask(mask, b, h, s_len, s_len)).detach()
+    mistakes = v.layer_mistakes(ref, (x, None, mask, None), norm_first,
+                                {v.SRC_MASK_IGNORED: dict(ignore_tgt_mask=True)})
+    with forbidden(EncoderLayer, _LAYER_OPS, _BUILD_LAYER):
+        layer = _make_candidate(EncoderLayer, (d, h, f, 0.1), ref, what, norm_first=norm_first)
+        found = call(layer, x, mask, what=what)
+    _compare_layer(what, found, expected, oracle, "nn.TransformerEncoderLayer", mistakes)
+
+
+def _decoder_cases(seed: int) -> list[tuple]:
+    return [  # d_model, heads, d_ff, batch, T, S, target lengths, source lengths, dtype
+        (8, 2, 32, 2, 5, 5, [5, 4], [5, 3], torch.float32),  # T == S, so a swapped query still has the right shape
+        (8, 2, 16, 2, 4, 7, None, [7, 2], torch.float32),
+        (12, 3, 24, 1, 1, 1, None, None, torch.float32),
+        (8, 4, 16, 3, 3, 6, [3, 2, 3], [6, 1, 0], torch.float64),  # a fully padded source
+    ]
+
+
+_DECODER_MISTAKES = {  # name: keywords of variants.layer_variant
+    v.TGT_MASK_IGNORED: dict(ignore_tgt_mask=True),
+    v.MEMORY_MASK_IGNORED: dict(ignore_memory_mask=True),
+    v.MEMORY_IN_LAST_RESIDUAL: dict(memory_in_last_residual=True),
+    v.CROSS_KV_FROM_DECODER: dict(cross="kv_from_decoder"),
+    v.CROSS_KV_FROM_DECODER_TGT_MASK: dict(cross="kv_from_decoder_tgt_mask"),
+    v.CROSS_MEMORY_AS_QUERY: dict(cross="memory_as_query"),
+    v.CROSS_ROLES_SWAPPED: dict(cross="roles_swapped"),
+    f"{v.CROSS_KV_FROM_DECODER}, {v.CROSS_WITHOUT_MASK}": dict(cross="kv_from_decoder", ignore_memory_mask=True),
+    f"{v.CROSS_MEMORY_AS_QUERY}, {v.CROSS_WITHOUT_MASK}": dict(cross="memory_as_query", ignore_memory_mask=True),
+    f"{v.CROSS_ROLES_SWAPPED}, {v.CROSS_WITHOUT_MASK}": dict(cross="roles_swapped", ignore_memory_mask=True),
+}
 
 
 @check
@@ -313,51 +308,42 @@ def check_decoder_layer(DecoderLayer, seed: int = 0) -> None:
     placements, copy the reference's weights in, and compare
     ``layer(y, memory, tgt_mask, memory_mask)`` (eval mode) with the reference and with
     ``nn.TransformerDecoderLayer`` holding the same weights: causal and padding masks,
-    T != S, length 1, a fully padded source, float64."""
+    T != S, length 1, a fully padded source, float64. Then in training mode: dropout on both
+    attentions' weights, the FFN's hidden units and each sublayer's output."""
     for norm_first in (False, True):
-        for i, (d, h, f, b, t_len, s_len, tgt_lengths, src_lengths, dtype) in enumerate(_decoder_cases(seed)):
-            s = seed * 100 + i + 10 * norm_first
-            args = (d, h, f, 0.1)
-            what = (f"DecoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
-                    f"on y {(b, t_len, d)} and memory {(b, s_len, d)}, {str(dtype)[6:]}, causal tgt_mask"
-                    f"{'' if tgt_lengths is None else f' and target lengths {tgt_lengths}'}, memory_mask "
-                    f"{'None' if src_lengths is None else f'for source lengths {src_lengths}'}, "
-                    f"eval mode (seed {seed})")
-            ref = _seeded(lambda: reference.DecoderLayer(*args, norm_first=norm_first), s).to(dtype)
-            y = random_tensor((b, t_len, d), s, dtype)
-            memory = random_tensor((b, s_len, d), s + 1, dtype)
-            tgt_mask = reference.causal_mask(t_len)  # (T, T)
-            if tgt_lengths is not None:
-                tgt_mask = tgt_mask & _lengths_mask(tgt_lengths, t_len)  # (B, 1, T, T)
-            memory_mask = None if src_lengths is None else _lengths_mask(src_lengths, s_len)
-            expected = ref(y, memory, tgt_mask, memory_mask)
-            oracle = None
-            if src_lengths is None or min(src_lengths) > 0:
-                oracle = torch_layer_like(ref)(
-                    y, memory, tgt_mask=torch_attn_mask(tgt_mask, b, h, t_len, t_len),
-                    memory_mask=torch_attn_mask(memory_mask, b, h, t_len, s_len)).detach()
-            mistakes = _layer_mistakes(ref, _decoder_variant, (y, memory, tgt_mask, memory_mask), norm_first, {
-                "ignore_tgt_mask": "the causal mask (tgt_mask) is ignored in self-attention",
-                "ignore_memory_mask": "the memory mask (memory_mask) is ignored in cross-attention",
-                "memory_in_last_residual": "the last residual adds the encoder output (memory) "
-                                           "instead of the decoder's own state",
-            })
-            post = not norm_first
-            cross_mistakes = {
-                "kv_from_decoder_memory_mask": "cross-attention takes its keys and values from the decoder "
-                                               "(y) instead of the encoder output (memory)",
-                "kv_from_decoder_tgt_mask": "cross-attention takes its keys and values from the decoder "
-                                            "(y) instead of the encoder output (memory), with the target mask",
-                "memory_as_query": "the encoder output is the query of cross-attention (and the decoder "
-                                   "state its value); queries come from the decoder, keys and values "
-                                   "from memory",
-                "memory_as_query_kv_decoder": "the encoder output is the query of cross-attention and the "
-                                              "decoder gives the keys and values: the roles are swapped",
-            }
-            for cross, name in cross_mistakes.items():
-                mistakes[name] = lambda cross=cross: _decoder_variant(
-                    ref, y, memory, tgt_mask, memory_mask, post=post, cross=cross)
-            with forbidden(DecoderLayer, _LAYER_OPS, _BUILD_LAYER):
-                layer = _make_candidate(DecoderLayer, (*args, norm_first), ref, what)
-                found = call(layer, y, memory, tgt_mask, memory_mask, what=what)
-            _compare_layer(what, found, expected, oracle, "nn.TransformerDecoderLayer", mistakes)
+        for i, case in enumerate(_decoder_cases(seed)):
+            _check_decoder_case(DecoderLayer, seed, seed * 100 + i + 10 * norm_first, norm_first, *case)
+    for norm_first in (False, True):
+        y, memory = (random_tensor((2, n, 8), seed * 100 + 70 + n, torch.float64) for n in (4, 6))
+        tgt_mask = reference.causal_mask(4) & _lengths_mask([4, 3], 4)  # (B, 1, T, T)
+        _layer_dropout(DecoderLayer, "DecoderLayer", seed, norm_first, 8, 2, 16,
+                       (y, memory, tgt_mask, _lengths_mask([6, 2], 6)), (4, 6))
+
+
+def _check_decoder_case(DecoderLayer, seed: int, s: int, norm_first: bool, d: int, h: int, f: int, b: int,
+                        t_len: int, s_len: int, tgt_lengths: list[int] | None, src_lengths: list[int] | None,
+                        dtype) -> None:
+    __tracebackhide__ = True
+    what = (f"DecoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
+            f"on y {(b, t_len, d)} and memory {(b, s_len, d)}, {dtype_name(dtype)}, causal tgt_mask"
+            f"{'' if tgt_lengths is None else f' and target lengths {tgt_lengths}'}, memory_mask "
+            f"{'None' if src_lengths is None else f'for source lengths {src_lengths}'}, eval mode (seed {seed})")
+    ref = _seeded_layer(reference.DecoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1,
+                        norm_first=norm_first).to(dtype)
+    y = random_tensor((b, t_len, d), s, dtype)
+    memory = random_tensor((b, s_len, d), s + 1, dtype)
+    tgt_mask = reference.causal_mask(t_len)  # (T, T)
+    if tgt_lengths is not None:
+        tgt_mask = tgt_mask & _lengths_mask(tgt_lengths, t_len)  # (B, 1, T, T)
+    memory_mask = None if src_lengths is None else _lengths_mask(src_lengths, s_len)
+    expected = ref(y, memory, tgt_mask, memory_mask)
+    oracle = None
+    if src_lengths is None or min(src_lengths) > 0:
+        oracle = torch_layer_like(ref)(
+            y, memory, tgt_mask=torch_attn_mask(tgt_mask, b, h, t_len, t_len),
+            memory_mask=torch_attn_mask(memory_mask, b, h, t_len, s_len)).detach()
+    mistakes = v.layer_mistakes(ref, (y, memory, tgt_mask, memory_mask), norm_first, _DECODER_MISTAKES)
+    with forbidden(DecoderLayer, _LAYER_OPS, _BUILD_LAYER):
+        layer = _make_candidate(DecoderLayer, (d, h, f, 0.1), ref, what, norm_first=norm_first)
+        found = call(layer, y, memory, tgt_mask, memory_mask, what=what)
+    _compare_layer(what, found, expected, oracle, "nn.TransformerDecoderLayer", mistakes)

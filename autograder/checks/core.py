@@ -20,13 +20,10 @@ Writing a check::
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import importlib
 import sys
-import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -79,10 +76,34 @@ def random_tensor(shape: Sequence[int], seed: int, dtype: torch.dtype = torch.fl
     return torch.randn(*shape, generator=generator(seed), dtype=torch.float64).mul(scale).to(dtype)
 
 
+def padded_targets(shape: Sequence[int], pad_id: int, lengths: Sequence[int], seed: int) -> Tensor:
+    """Target ids ``(B, T)`` in 0..V-1 for logits of ``shape`` ``(B, T, V)``: none is ``pad_id``
+    among row b's first ``lengths[b]``, all are after them."""
+    b, t, v = shape
+    ids = torch.randint(0, v, (b, t), generator=generator(seed))
+    ids[ids == pad_id] = (pad_id + 1) % v
+    for row, n in enumerate(lengths):
+        ids[row, n:] = pad_id
+    return ids
+
+
+def seeded(make: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> Any:
+    """``make(*args, **kwargs)`` drawing from the global RNG seeded with ``seed``, which is put
+    back as it was afterwards (the student's random state is not disturbed)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make(*args, **kwargs)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``float32`` for ``torch.float32``: how the checks' messages name a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
 def describe(x: Any) -> str:
     """``tensor of shape (2, 3), float32`` or the type and value of anything else."""
     if isinstance(x, Tensor):
-        return f"tensor of shape {tuple(x.shape)}, {str(x.dtype).replace('torch.', '')}"
+        return f"tensor of shape {tuple(x.shape)}, {dtype_name(x.dtype)}"
     if _is_remote(x):
         return repr(x)
     return f"{type(x).__name__} {x!r}"[:200]
@@ -110,7 +131,8 @@ def expect_tensor(what: str, found: Any) -> Tensor:
     return found
 
 
-def expect_shape(what: str, found: Any, shape: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None) -> Tensor:
+def expect_shape(what: str, found: Any, shape: Sequence[int],
+                 mistakes: Mapping[str, Sequence[int]] | None = None) -> Tensor:
     """Fail unless ``found`` is a tensor of exactly ``shape``; name a mistake whose shape it has."""
     __tracebackhide__ = True
     found = expect_tensor(what, found)
@@ -134,21 +156,24 @@ def _matching_mistake(found: Tensor, mistakes: Mapping[str, Callable[[], Any] | 
     return next((name for name, value in _evaluated(mistakes).items() if _close(found, value, atol, rtol)), None)
 
 
+_KEEP_DTYPE = ("keep the dtype of the inputs: do not create float32 tensors "
+               "(torch.tensor(...), torch.zeros(...)) without dtype=x.dtype.")
+
+
 def expect_close(
     what: str, found: Any, expected: Tensor, *, atol: float = 1e-5, rtol: float = 1e-4,
     mistakes: Mapping[str, Callable[[], Any] | Any] | None = None, check_dtype: bool = True,
-    hint: str | None = None,
+    hint: str | None = None, dtype_hint: str = _KEEP_DTYPE,
 ) -> Tensor:
     """Shape, dtype, device, NaN, then values; on a difference, name the known mistake
-    (a ``{name: wrong output or function giving it}`` entry) that the candidate matches."""
+    (a ``{name: wrong output or function giving it}`` entry) that the candidate matches.
+    ``dtype_hint`` explains a wrong dtype (by default: keep the inputs' dtype)."""
     __tracebackhide__ = True
     found = expect_tensor(what, found)
     if tuple(found.shape) != tuple(expected.shape):  # the wrong variants are computed only on failure
         expect_shape(what, found, expected.shape, {name: v.shape for name, v in _evaluated(mistakes).items()})
     if check_dtype and found.dtype != expected.dtype:
-        fail(what, f"dtype {expected.dtype}", f"dtype {found.dtype}",
-             hint="keep the dtype of the inputs: do not create float32 tensors "
-                  "(torch.tensor(...), torch.zeros(...)) without dtype=x.dtype.")
+        fail(what, f"dtype {expected.dtype}", f"dtype {found.dtype}", hint=dtype_hint)
     if found.device != expected.device:
         fail(what, f"device {expected.device}", f"device {found.device}",
              hint="create new tensors on the inputs' device (device=x.device).")
@@ -168,6 +193,18 @@ def expect_close(
              f"yours {found_v:.6g}, reference {expected_v:.6g}",
              _matching_mistake(found, mistakes, atol, rtol), hint)
     return found
+
+
+def expect_gradient(what: str, found: Tensor, mine: Tensor, leaf: Tensor) -> None:
+    """The loss ``found``, computed from the leaf ``mine``, backpropagates to it the gradient that
+    the reference's loss, already backpropagated, gave ``leaf`` (the same logits)."""
+    __tracebackhide__ = True
+    if not found.requires_grad:
+        fail(what + ": its gradient", "a loss connected to logits (requires_grad=True)",
+             "a tensor without a gradient", "the loss detached from the graph (.item(), .detach(), "
+             "torch.tensor(...) or numpy inside)")
+    call(found.backward, what=what + ": its backward pass, loss.backward()")
+    expect_close(what + ": d loss / d logits", mine.grad, cast(Tensor, leaf.grad), atol=1e-6, rtol=1e-4)
 
 
 def _evaluated(mistakes: Mapping[str, Callable[[], Any] | Any] | None) -> dict[str, Tensor]:
@@ -201,10 +238,20 @@ def expect_equal(what: str, found: Any, expected: Any, mistakes: Mapping[str, An
                  f"{found.tolist()}" if found.numel() <= 64 else f"a difference at index {where}",
                  mistake, hint)
         return found
-    if (type(found) is bool) != (type(expected) is bool) or found != expected:
-        mistake = next((n for n, v in (mistakes or {}).items() if v == found), None)
-        fail(what, repr(expected), repr(found), mistake, hint)
+    if not _plainly_equal(found, expected):
+        mistake = next((n for n, v in (mistakes or {}).items() if _plainly_equal(found, v)), None)
+        fail(what, repr(expected), describe(found) if isinstance(found, Tensor) else repr(found), mistake, hint)
     return found
+
+
+def _plainly_equal(found: Any, expected: Any) -> bool:
+    """Equal as plain values: a bool is not an int, and a tensor is none of them."""
+    if isinstance(found, Tensor) or (type(found) is bool) != (type(expected) is bool):
+        return False
+    try:
+        return bool(found == expected)
+    except Exception:  # noqa: BLE001 - a comparison the candidate's object cannot make is a difference
+        return False
 
 
 def load_reference_weights(candidate: torch.nn.Module, reference: torch.nn.Module, what: str) -> None:
@@ -216,9 +263,16 @@ def load_reference_weights(candidate: torch.nn.Module, reference: torch.nn.Modul
     ref_state, cand_state = reference.state_dict(), candidate.state_dict()
     missing = sorted(set(ref_state) - set(cand_state))
     unexpected = sorted(set(cand_state) - set(ref_state))
+    buffers = {name for name, _ in candidate.named_buffers()}
+    if unexpected and not missing and set(unexpected) <= buffers:
+        fail(f"{what}: its state_dict", f"the reference's {len(ref_state)} entries, parameters only",
+             f"also the buffer{'s' if len(unexpected) > 1 else ''} {unexpected}",
+             hint="a table that is computed, not learned, is not saved with the weights: register it with "
+                  f"self.register_buffer({unexpected[0].rsplit('.', 1)[-1]!r}, ..., persistent=False).")
     if missing or unexpected:
-        fail(what, f"parameters named {sorted(ref_state)}",
-             f"missing {missing}, unexpected {unexpected}",
+        expected = (f"parameters named {sorted(ref_state)}" if len(ref_state) <= 12
+                    else f"the reference's {len(ref_state)} parameter names")
+        fail(what, expected, f"missing {missing}, unexpected {unexpected}",
              hint="use the attribute names of the docstring (they are PyTorch's names).")
     for name, value in ref_state.items():
         if cand_state[name].shape != value.shape:
@@ -227,52 +281,7 @@ def load_reference_weights(candidate: torch.nn.Module, reference: torch.nn.Modul
     candidate.load_state_dict(ref_state)
 
 
-# ----------------------------------------------------------------------------- sentinels
-
-def _resolve(path: str) -> tuple[Any, str, Any]:
-    """``"torch.nn.functional.softmax"`` -> (owner, attribute name, current value)."""
-    parts = path.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            owner: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for name in parts[cut:-1]:
-            owner = getattr(owner, name)
-        return owner, parts[-1], getattr(owner, parts[-1])
-    raise ValueError(f"cannot resolve {path!r}")
-
-
-def _same(value: Any, target: Any) -> bool:
-    """The same object, or a copy of it from an earlier import of our package."""
-    if value is target:
-        return True
-    mod, qual = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
-    return (isinstance(mod, str) and mod.startswith("autograder.") and qual is not None
-            and getattr(value, "__module__", None) == mod and getattr(value, "__qualname__", None) == qual)
-
-
-def _candidate_globals(candidate: Any) -> list[dict]:
-    """The global namespaces the candidate's code reads (a notebook's, usually)."""
-    functions = []
-    if isinstance(candidate, type):
-        for klass in candidate.__mro__:
-            if klass.__module__.startswith(("torch", "builtins")):
-                continue
-            functions += [v for v in vars(klass).values() if isinstance(v, types.FunctionType)]
-    elif isinstance(candidate, types.FunctionType):
-        functions = [candidate]
-    elif isinstance(candidate, torch.nn.Module):
-        return _candidate_globals(type(candidate))
-    elif isinstance(candidate, functools.partial):
-        return _candidate_globals(candidate.func)
-    seen, out = set(), []
-    for f in functions:
-        if id(f.__globals__) not in seen:
-            seen.add(id(f.__globals__))
-            out.append(f.__globals__)
-    return out
-
+# ----------------------------------------------------------------------------- where the candidate runs
 
 def _is_remote(candidate: Any) -> bool:
     """A handle to the student's answer in the independent check's sandboxed child
@@ -293,101 +302,10 @@ def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
     return scenario(candidate, *args)
 
 
-class _Sentinel:
-    def __init__(self, path: str, message: str, hits: list[str]) -> None:
-        self.path, self.message, self.hits = path, message, hits
+def __getattr__(name: str) -> Any:
+    """``forbidden`` and ``replaced`` live in ``sentinels``; they are importable from here too."""
+    if name in ("forbidden", "replaced"):
+        from autograder.checks import sentinels
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.hits.append(self.path)
-        raise ForbiddenCall(self.message)
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:  # works as a method too
-        return self
-
-
-@contextlib.contextmanager
-def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[None]:
-    """While the block runs, calling any of ``targets`` (dotted paths: ``"torch.softmax"``,
-    ``"torch.Tensor.softmax"``, ``"autograder.reference.softmax"``, a class's
-    ``"...MultiheadAttention.forward"``) fails with a message telling the student what to
-    build instead. A reference class is blocked by blocking its ``__init__`` and ``forward``.
-
-    Names the candidate's own module bound to those objects (``from torch import
-    softmax``) are blocked too, and so are copies from an earlier import of this package.
-    A call the candidate swallows with ``try``/``except`` still fails afterwards.
-    """
-    __tracebackhide__ = True
-    if _is_remote(candidate):  # the candidate runs in the sandboxed child: block there
-        with candidate.__remote_forbidden__(list(targets), instead):
-            yield
-        return
-    hits: list[str] = []
-    patches: list[tuple[Any, str, bool, Any]] = []  # (owner, name, was in owner's __dict__, old value)
-
-    def patch(owner: Any, name: str, value: Any) -> None:
-        own = name in getattr(owner, "__dict__", {})
-        patches.append((owner, name, own, owner.__dict__[name] if own else None))
-        setattr(owner, name, value)
-
-    for path in targets:  # a candidate that *is* a forbidden object is refused before it runs
-        obj = _resolve(path)[2]
-        if _same(candidate, obj):
-            whose = ("the course's reference implementation" if path.startswith("autograder.")
-                     else "PyTorch's own version of what this exercise asks you to build")
-            raise ForbiddenCall(f"your answer is `{path}` itself, {whose}. {instead}")
-    blocked_classes: list[type] = []
-    expanded: list[str] = []
-    for path in targets:
-        owner, name, obj = _resolve(path)
-        if isinstance(obj, type) and obj.__module__.startswith("autograder."):
-            blocked_classes.append(obj)
-            expanded += [f"{path}.__init__", f"{path}.forward"]
-        else:
-            expanded.append(path)
-    resolved = []
-    for path in expanded:
-        owner, name, obj = _resolve(path)
-        label = path.rsplit(".", 1)[0] if path.endswith((".__init__", ".forward")) and isinstance(owner, type) \
-            and owner in blocked_classes else path
-        whose = ("the course's reference implementation" if path.startswith("autograder.")
-                 else "PyTorch's own version of what this exercise asks you to build")
-        sentinel = _Sentinel(label, f"your code calls `{label}`, {whose}. {instead}", hits)
-        resolved.append((obj, sentinel))
-        patch(owner, name, sentinel)
-        if path.startswith("autograder.") and not isinstance(owner, type):
-            for mod_name, mod in list(sys.modules.items()):
-                if mod_name.startswith("autograder.") and mod is not owner and _same(getattr(mod, name, None), obj):
-                    patch(mod, name, sentinel)
-    stale_classes = set()
-    for namespace in _candidate_globals(candidate):
-        for key, value in list(namespace.items()):
-            if isinstance(value, types.ModuleType):
-                continue
-            for obj, sentinel in resolved:
-                if _same(value, obj):
-                    patches.append((namespace, key, True, value))
-                    namespace[key] = sentinel
-            if isinstance(value, type):
-                stale_classes.add(value)
-    if isinstance(candidate, type):
-        stale_classes.update(candidate.__mro__)
-    for klass in stale_classes:
-        for blocked in blocked_classes:
-            if klass is not blocked and _same(klass, blocked):
-                message = (f"your code uses `{blocked.__module__}.{blocked.__qualname__}`, the course's "
-                           f"reference implementation. {instead}")
-                for name in ("__init__", "forward"):
-                    patch(klass, name, _Sentinel(blocked.__qualname__, message, hits))
-    try:
-        yield
-    finally:
-        for owner, name, own, old in reversed(patches):
-            if isinstance(owner, dict):
-                owner[name] = old
-            elif own:
-                setattr(owner, name, old)
-            else:
-                delattr(owner, name)
-    if hits:
-        raise ForbiddenCall(f"your code calls `{hits[0]}`. {instead}")
-
+        return getattr(sentinels, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

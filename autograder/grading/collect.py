@@ -52,7 +52,6 @@ class _Name:
     late: str = ""
 
 
-
 @dataclass
 class _Candidate:
     """One file (or lab folder) that may be a student's submission of a lab."""
@@ -228,6 +227,8 @@ def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str]
 
 def _settle_folder(root: Path, source: Path, lab_folder: Path, files: list[_Candidate], in_place: bool,
                    out: Collected) -> None:
+    """Of a student's lab folder and their loose files for that lab, copy the newest into
+    submitted/ (in place: leave it there) and list the others and any stray notebook beside it."""
     student, lab = lab_folder.parent.name, lab_folder.name
     winner = max(files, key=lambda c: c.order) if files else None
     candidates = list(files)
@@ -264,6 +265,34 @@ def _settle_folder(root: Path, source: Path, lab_folder: Path, files: list[_Cand
     out.pairs.append((student, lab))
 
 
+def _from_folder(root: Path, source: Path, labs: list[str], out: Collected) -> None:
+    """A folder of student folders (STUDENT/LAB/, STUDENT/LAB.ipynb) and loose LMS files; in
+    place when it is ROOT/submitted itself."""
+    in_place = source.resolve() == (root / "submitted").resolve()
+    loose: dict[tuple[str, str], list[_Candidate]] = {}
+    for path in sorted(source.iterdir()):
+        if _ignored((path.name,)):
+            continue
+        if path.is_symlink():
+            out.not_graded.append((path.name, "a symbolic link, not followed"))
+        elif path.is_dir():
+            _from_student_folder(root, source, path, labs, in_place, out)
+        else:
+            _loose(path, labs, in_place, loose, out)
+    _settle(root, loose, out)
+
+
+def _loose(path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, str], list[_Candidate]],
+           out: Collected) -> None:
+    """A file at the top of a folder: an unzipped LMS download, named STUDENT_..._LAB.ipynb."""
+    info = parse_name(path.name, labs)
+    if reason := "not in a student's folder" if in_place else _why_not(path.name, info, labs):
+        out.not_graded.append((path.name, reason))
+    else:
+        loose.setdefault((info.student, info.lab), []).append(
+            _Candidate(path.name, info, (info.version, path.stat().st_mtime, path.name), path=path))
+
+
 def collect(root: Path, source: Path, labs: list[str]) -> Collected:
     """Bring the submissions in ``source`` (an LMS zip, a folder, or ROOT/submitted itself)
     into ROOT/submitted/STUDENT/LAB/, and say why each other file is not graded.
@@ -282,32 +311,10 @@ def collect(root: Path, source: Path, labs: list[str]) -> Collected:
     if source.is_file() and zipfile.is_zipfile(source):
         _from_zip(root, source, labs, out)
     elif source.is_dir():
-        in_place = source.resolve() == (root / "submitted").resolve()
-        loose: dict[tuple[str, str], list[_Candidate]] = {}
-        for path in sorted(source.iterdir()):
-            if _ignored((path.name,)):
-                continue
-            if path.is_symlink():
-                out.not_graded.append((path.name, "a symbolic link, not followed"))
-            elif path.is_dir():
-                _from_student_folder(root, source, path, labs, in_place, out)
-            else:
-                _loose(path, labs, in_place, loose, out)
-        _settle(root, loose, out)
+        _from_folder(root, source, labs, out)
     else:
         out.not_graded.append((source.name, "neither a folder nor a zip archive"))
     late = recorded_late(root)
     out.pairs.sort()
     out.late = {pair: late[pair] for pair in out.pairs if late.get(pair)}
     return out
-
-
-def _loose(path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, str], list[_Candidate]],
-           out: Collected) -> None:
-    """A file at the top of a folder: an unzipped LMS download, named STUDENT_..._LAB.ipynb."""
-    info = parse_name(path.name, labs)
-    if reason := "not in a student's folder" if in_place else _why_not(path.name, info, labs):
-        out.not_graded.append((path.name, reason))
-    else:
-        loose.setdefault((info.student, info.lab), []).append(
-            _Candidate(path.name, info, (info.version, path.stat().st_mtime, path.name), path=path))

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
 
 
+class UnknownLab(ValueError):
+    """A lab name that solutions/ does not hold (the message names the labs it does)."""
+
+
 def find_root(start: str | Path | None = None) -> Path:
     """The course root: the nearest folder, from ``start`` up, holding nbgrader_config.py."""
     here = Path(start or Path.cwd()).resolve()
@@ -70,7 +74,7 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
     names = list(names) if names else known
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"no such lab in solutions/: {', '.join(unknown)} (labs: {', '.join(known)})")
+        raise UnknownLab(f"no such lab in solutions/: {', '.join(unknown)} (labs: {', '.join(known)})")
     out = []
     for name in names:
         generate(root, name)

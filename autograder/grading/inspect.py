@@ -8,10 +8,24 @@ from pathlib import Path
 
 import nbformat
 
-# A student cell that rebinds or patches a check function.
-_PATCHES_CHECKS = re.compile(
-    r"^\s*(?:[\w.]*\.)?check_\w+\s*=[^=]|setattr\(\s*[\w.]*checks\b|\bautograder\.checks\b[\w.]*\s*=[^=]",
-    re.MULTILINE)
+# A student cell that rebinds or patches a check function: an assignment to one of the
+# checks' names (bare or as an attribute), setattr on a checks module, or an assignment into
+# autograder.checks. A variable of the student's that merely starts with check_ is not one.
+_ASSIGNS_CHECK = re.compile(r"^\s*(?:[\w.]*\.)?(?P<name>check_\w+)\s*=[^=]", re.MULTILINE)
+_PATCHES_CHECKS = re.compile(r"setattr\(\s*[\w.]*checks\b|\bautograder\.checks\b[\w.]*\s*=[^=]")
+
+
+def _check_names() -> frozenset[str]:
+    from autograder import checks
+
+    return frozenset(name for name in checks.__all__ if name.startswith("check_"))
+
+
+def patches_checks(source: str) -> bool:
+    """Does this cell's code replace or patch one of the course's check functions?"""
+    names = _check_names()
+    return bool(_PATCHES_CHECKS.search(source)
+                or any(m["name"] in names for m in _ASSIGNS_CHECK.finditer(source)))
 
 
 @dataclass
@@ -53,7 +67,7 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
                 notes.append(f"test cell {grade_id} was edited: restored from the source and scored")
     for cell in nb.cells:
         if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade") \
-                and _PATCHES_CHECKS.search(cell.source):
+                and patches_checks(cell.source):
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
             name = f"cell {grade_id}" if grade_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")

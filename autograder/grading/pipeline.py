@@ -3,10 +3,17 @@
 Each (student, lab) is graded by nbgrader in its own process (autograder.grading.worker),
 in a sandboxed kernel (autograder.grading.kernel, .sandbox), under a wall-clock limit;
 whatever happens to one submission is reported and the others go on.
+
+``grade`` runs these steps in order: ``_select`` (collect the submissions into submitted/,
+apply --student and --lab), ``_ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
+look at each notebook, one job for each that can be graded), ``_run`` (the jobs on worker
+processes, each result recorded), ``_scores_and_csv`` (0 for what could not be graded, the
+scores read back, grades.csv).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -15,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +31,8 @@ from tqdm import tqdm
 
 from autograder.grading import kernel, sandbox
 from autograder.grading.collect import collect, recorded_late
-from autograder.grading.course import generate, labs as course_labs, tool_env
+from autograder.grading.course import generate, tool_env
+from autograder.grading.course import labs as course_labs
 from autograder.grading.inspect import after_grading, inspect_submission
 from autograder.grading.worker import WorkerProcess, lock_gradebook
 
@@ -148,7 +157,74 @@ def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
     path.write_text(buffer.getvalue())
 
 
-# ----------------------------------------------------------------------------- run
+# ----------------------------------------------------------------------------- steps
+
+@contextlib.contextmanager
+def _scripts_on_path() -> Iterator[None]:
+    """This Python's scripts first on PATH while the block runs (nbgrader's Gradebook calls
+    ``alembic`` by name); the caller's PATH is put back afterwards."""
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = tool_env()["PATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
+
+
+@contextlib.contextmanager
+def _gradebook_turns(scratch: Path, db_url: str) -> Iterator[str]:
+    """An SQLite gradebook is used in turns by every process, this one too; yields the lock
+    file's path ("" for a server database, which needs no turns)."""
+    lock = str(scratch / "gradebook.lock") if db_url.startswith("sqlite") else ""
+    undo = lock_gradebook(lock) if lock else None
+    try:
+        yield lock
+    finally:
+        if undo:
+            undo()
+
+
+def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], list[Outcome]]:
+    """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
+    each file that is not graded. A --lab or --student naming nothing there is an error."""
+    known_labs = course_labs(root)
+    _check_selection(options.labs, known_labs, "lab", "in solutions/")
+    collected = collect(root, source, known_labs)
+    _check_selection(options.students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
+    pairs = [(s, lab) for s, lab in collected.pairs
+             if (not options.labs or lab in options.labs) and (not options.students or s in options.students)]
+    not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
+    return pairs, not_graded
+
+
+def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
+          scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[dict]]:
+    """An outcome for every pair, and a job for each submission that can be graded (the others
+    are marked not graded, with the reason, after a look at the notebook)."""
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    jobs: list[dict] = []
+    for student, lab in pairs:
+        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox)
+        found = inspect_submission(root / "submitted" / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
+        outcome.notes += found.notes
+        if found.problem:
+            outcome.graded = False
+            outcome.notes.append(found.problem)
+            continue
+        # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
+        config = {"CourseDirectory.db_url": db_url, **kernel.install(
+            scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
+            name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox)}
+        if options.timeout:
+            config["Execute.timeout"] = options.timeout
+        jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
+                     "config": config, "jupyter_path": str(scratch / "jupyter"),
+                     "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox})
+    return outcomes, jobs
+
 
 def _failure_reason(result: dict) -> str:
     if "crash" in result:
@@ -160,6 +236,69 @@ def _failure_reason(result: dict) -> str:
     return f"nbgrader autograde failed ({last[0][:160]}; see grading-logs/); scored 0"
 
 
+def _record_result(root: Path, outcome: Outcome, result: dict) -> None:
+    """Write a job's log to grading-logs/ and put its times and notes into its outcome."""
+    outcome.seconds = result.pop("seconds", 0.0)
+    (root / "grading-logs" / f"{outcome.student}--{outcome.lab}.log").write_text(
+        result.get("crash", "") + "".join(part.get("log", "") + part.get("error", "")
+                                          for part in result.values() if isinstance(part, dict)))
+    outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
+    outcome.check_seconds = result.get("check_seconds", 0.0)
+    if "crash" in result or not result["autograde"]["success"]:
+        outcome.graded = False
+        outcome.notes.append(_failure_reason(result))
+    elif not result.get("feedback", {}).get("success", False):
+        outcome.notes.append("feedback could not be generated")
+    outcome.notes += result.get("notes", [])  # the independent check's disagreements
+    outcome.notes += after_grading(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
+
+
+def _run(root: Path, jobs: list[dict], outcomes: dict[tuple[str, str], Outcome], options: Options,
+         scratch: Path) -> None:
+    """Run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
+    and record every result in its outcome as it comes (in the jobs' order)."""
+    workers: queue.Queue[WorkerProcess] = queue.Queue()
+    for _ in range(max(1, min(options.jobs, len(jobs)))):
+        workers.put(WorkerProcess(scratch, str(scratch / "jupyter")))
+    every_worker = list(workers.queue)
+
+    def run_job(job: dict) -> dict:
+        worker = workers.get()
+        try:
+            return worker.run(job, options.job_timeout)
+        finally:
+            workers.put(worker)
+
+    (root / "grading-logs").mkdir(exist_ok=True)
+    try:
+        with ThreadPoolExecutor(max(1, options.jobs)) as pool, \
+                tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
+                     disable=not options.progress or not jobs) as bar:
+            futures = [(job, pool.submit(run_job, job)) for job in jobs]
+            for job, future in futures:
+                result = future.result()
+                bar.update(1)
+                _record_result(root, outcomes[(job["student"], job["lab"])], result)
+    finally:
+        for worker in every_worker:
+            worker.close()
+
+
+def _scores_and_csv(root: Path, outcomes: dict[tuple[str, str], Outcome], db_url: str, course_id: str,
+                    csv_path: Path | None) -> None:
+    """Score 0 what could not be graded, read every score back from the gradebook with the
+    late flags, and write grades.csv (every submission the gradebook holds, not just these)."""
+    for outcome in outcomes.values():
+        if not outcome.graded:
+            _record_zero(db_url, course_id, outcome.student, outcome.lab)
+    scores = _scores(db_url, course_id)
+    late = recorded_late(root)
+    for key, outcome in outcomes.items():
+        outcome.score, outcome.max_score = scores.get(key, (0.0, 0.0))
+        outcome.late = late.get(key, "")
+    write_csv(csv_path or root / "grades.csv", scores, late)
+
+
 def grade(root: Path, source: Path, options: Options | None = None) -> list[Outcome]:
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
@@ -167,97 +306,19 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
     if options.sandbox and (problem := sandbox.probe()):  # refuse rather than run student code unconfined
         raise sandbox.Unavailable(problem)
     root = Path(root).resolve()
-    if str(Path(sys.executable).parent) not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = tool_env()["PATH"]  # nbgrader's Gradebook calls `alembic` by name
     db_url = options.db_url or default_db_url(root)
-    course_id = _course_id(root)
-    known_labs = course_labs(root)
-    _check_selection(options.labs, known_labs, "lab", "in solutions/")
-    collected = collect(root, Path(source), known_labs)
-    _check_selection(options.students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
-    submitted = root / "submitted"
-    pairs = [(s, lab) for s, lab in collected.pairs
-             if (not options.labs or lab in options.labs) and (not options.students or s in options.students)]
-    not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
+    pairs, not_graded = _select(root, Path(source), options)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
-    undo_lock = None
-    every_worker: list[WorkerProcess] = []
     try:
-        lock = str(scratch / "gradebook.lock") if db_url.startswith("sqlite") else ""
-        if lock:
-            undo_lock = lock_gradebook(lock)  # the parent takes turns too
-        _ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
-        outcomes: dict[tuple[str, str], Outcome] = {}
-        jobs = []
-        for student, lab in pairs:
-            outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox)
-            found = inspect_submission(submitted / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
-            outcome.notes += found.notes
-            if found.problem:
-                outcome.graded = False
-                outcome.notes.append(found.problem)
-                continue
-            # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-            config = {"CourseDirectory.db_url": db_url, **kernel.install(
-                scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
-                name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox)}
-            if options.timeout:
-                config["Execute.timeout"] = options.timeout
-            jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
-                         "config": config, "jupyter_path": str(scratch / "jupyter"),
-                         "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox})
-        workers: queue.Queue[WorkerProcess] = queue.Queue()
-        for _ in range(max(1, min(options.jobs, len(jobs)))):
-            workers.put(WorkerProcess(scratch, str(scratch / "jupyter")))
-        every_worker += list(workers.queue)
-
-        def run_job(job: dict) -> dict:
-            worker = workers.get()
-            try:
-                return worker.run(job, options.job_timeout)
-            finally:
-                workers.put(worker)
-
-        with ThreadPoolExecutor(max(1, options.jobs)) as pool, \
-                tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
-                     disable=not options.progress or not jobs) as bar:
-            futures = [(job, pool.submit(run_job, job)) for job in jobs]
-            logs = root / "grading-logs"
-            logs.mkdir(exist_ok=True)
-            for job, future in futures:
-                result = future.result()
-                seconds = result.pop("seconds", 0.0)
-                bar.update(1)
-                (logs / f"{job['student']}--{job['lab']}.log").write_text(
-                    result.get("crash", "") + "".join(part.get("log", "") + part.get("error", "")
-                                                      for part in result.values() if isinstance(part, dict)))
-                outcome = outcomes[(job["student"], job["lab"])]
-                outcome.seconds = seconds
-                outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
-                outcome.check_seconds = result.get("check_seconds", 0.0)
-                if "crash" in result or not result["autograde"]["success"]:
-                    outcome.graded = False
-                    outcome.notes.append(_failure_reason(result))
-                elif not result.get("feedback", {}).get("success", False):
-                    outcome.notes.append("feedback could not be generated")
-                outcome.notes += result.get("notes", [])  # the independent check's disagreements
-                outcome.notes += after_grading(root / "autograded" / job["student"] / job["lab"] / f"{job['lab']}.ipynb")
-        for outcome in outcomes.values():
-            if not outcome.graded:
-                _record_zero(db_url, course_id, outcome.student, outcome.lab)
-        scores = _scores(db_url, course_id)
-        for key, outcome in outcomes.items():
-            outcome.score, outcome.max_score = scores.get(key, (0.0, 0.0))
-        late = recorded_late(root)
-        for key, outcome in outcomes.items():
-            outcome.late = late.get(key, "")
-        write_csv(options.csv_path or root / "grades.csv", scores, late)
+        # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
+        with _scripts_on_path(), _gradebook_turns(scratch, db_url) as lock:
+            course_id = _course_id(root)
+            _ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
+            outcomes, jobs = _jobs(root, pairs, options, db_url, lock, scratch)
+            _run(root, jobs, outcomes, options, scratch)
+            _scores_and_csv(root, outcomes, db_url, course_id, options.csv_path)
         return [outcomes[key] for key in sorted(outcomes)] + not_graded
     finally:
-        for worker in every_worker:
-            worker.close()
-        if undo_lock:
-            undo_lock()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -86,7 +86,8 @@ class Connection:
             return {"$own": obj._remote[1]}
         if isinstance(obj, (types.GeneratorType, map, filter, zip)):
             return {"$iter": [encoder(v) for v in obj]}
-        if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and type(obj).__module__.startswith("autograder."):
+        ours = type(obj).__module__.startswith("autograder.")
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and ours:
             return {"$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
                     "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})}
         return self.export(obj)
@@ -217,20 +218,8 @@ class Connection:
         if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == tensors["rng"].shape:
             torch.set_rng_state(rng)
         value = self._reply_value(reply, blobs)
-        changed = reply.get("changed")
-        for key in changed if isinstance(changed, list) else []:
-            new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
-            if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
-                with torch.no_grad():
-                    old.copy_(new.to(old.dtype))
-        grads = reply.get("grads")
-        if isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves) \
-                and value.dim() == 0 and value.is_floating_point():
-            decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
-            if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
-                   for g, leaf in zip(decoded, leaves, strict=True)):
-                return _Bridge.apply(value, decoded, *leaves)
-        return value
+        _copy_back(reply.get("changed"), blobs, sources)
+        return _differentiable(value, reply.get("grads"), blobs, leaves)
 
     @contextlib.contextmanager
     def forbidding(self, targets: list[str], instead: str) -> Iterator[None]:
@@ -240,6 +229,28 @@ class Connection:
             yield
         finally:
             self.forbid.pop()
+
+
+def _copy_back(changed: Any, blobs: dict, sources: dict[str, torch.Tensor]) -> None:
+    """Tensors the other side changed in place (an optimizer step, say) are changed here too."""
+    for key in changed if isinstance(changed, list) else []:
+        new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
+        if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
+            with torch.no_grad():
+                old.copy_(new.to(old.dtype))
+
+
+def _differentiable(value: Any, grads: Any, blobs: dict, leaves: list[torch.Tensor]) -> Any:
+    """A floating scalar sent back with one gradient per tensor sent that needed one becomes
+    differentiable here (``_Bridge``); any other value is returned as it is."""
+    if not (isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves)
+            and value.dim() == 0 and value.is_floating_point()):
+        return value
+    decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
+    if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
+           for g, leaf in zip(decoded, leaves, strict=True)):
+        return _Bridge.apply(value, decoded, *leaves)
+    return value
 
 
 class RemoteObject:

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import compute_checksum
 
-from autograder.grading.course import LAB_NAME
+from autograder.grading.course import LAB_NAME, UnknownLab
 
 MANIFEST = ".course-releases.json"
 BACKUPS = "backups"
@@ -70,7 +70,7 @@ def sync(root: Path, target: Path, labs: list[str] | None = None, now: datetime 
     known = known_labs(root)
     unknown = [n for n in labs or [] if n not in known]
     if unknown:
-        raise SystemExit(f"no such lab in notebooks/: {', '.join(unknown)} (labs: {', '.join(known)})")
+        raise UnknownLab(f"no such lab in notebooks/: {', '.join(unknown)} (labs: {', '.join(known)})")
     folders = [source / n for n in labs] if labs else [source]
     manifest = _load_manifest(target)
     before = dict(manifest)

@@ -10,9 +10,43 @@ from autograder.reference.attention import (
     single_query_attention,
     softmax,
 )
+from autograder.reference.bpe import (
+    SPECIAL_TOKENS,
+    BPETokenizer,
+    bpe_decode,
+    bpe_encode,
+    build_vocab,
+    bytes_to_unicode,
+    count_pairs,
+    pre_tokenize,
+    split_words,
+    to_byte_level,
+    train_bpe,
+    unicode_to_bytes,
+)
 from autograder.reference.decode import greedy_decode
 from autograder.reference.device import best_device
-from autograder.reference.leaks import leaks_future
+from autograder.reference.families import (
+    DecoderOnly,
+    EncoderOnly,
+    LanguageModelConfig,
+    continue_prompt,
+    mask_tokens,
+    masked_token_loss,
+    next_token_loss,
+)
+from autograder.reference.fused import fuse
+from autograder.reference.generate import (
+    beam_search,
+    bleu,
+    evaluate_decoder,
+    filter_logits,
+    ids_to_text,
+    length_penalty,
+    sample,
+    sample_next,
+)
+from autograder.reference.kvcache import DecoderCache, KVCache, LayerCache
 from autograder.reference.layers import (
     Decoder,
     DecoderLayer,
@@ -21,13 +55,39 @@ from autograder.reference.layers import (
     LayerNorm,
     PositionwiseFeedForward,
 )
+from autograder.reference.leaks import leaks_future
 from autograder.reference.loss import label_smoothed_loss, noam_lr, noam_scheduler
 from autograder.reference.lowrank import bilinear_scores, low_rank_error, low_rank_factorize, merged_qk
 from autograder.reference.masks import causal_mask, decoder_self_attention_mask, padding_mask, to_pytorch_mask
-from autograder.reference.model import DecoderCache, EncoderDecoder, Embeddings, TransformerConfig
+from autograder.reference.model import Embeddings, EncoderDecoder, TransformerConfig
+from autograder.reference.multihead import MultiHeadAttention, merge_heads, split_heads
 from autograder.reference.norms import layer_norm
-from autograder.reference.multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from autograder.reference.positional import add_positions, pe_similarity, rotation_matrix, sinusoidal_encoding
 from autograder.reference.rnn import hidden_gradient_norms, receptive_field, rnn_forward
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    # chapter 1
+    "hidden_gradient_norms", "receptive_field", "rnn_forward",
+    # chapter 2
+    "scaled_dot_product_attention", "self_attention", "single_query_attention", "softmax",
+    # chapter 3
+    "bilinear_scores", "low_rank_error", "low_rank_factorize", "merged_qk",
+    # chapter 4
+    "MultiHeadAttention", "merge_heads", "split_heads",
+    # chapter 5
+    "add_positions", "pe_similarity", "rotation_matrix", "sinusoidal_encoding",
+    # chapter 6
+    "causal_mask", "decoder_self_attention_mask", "leaks_future", "padding_mask", "to_pytorch_mask",
+    # chapter 7
+    "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "LayerNorm", "PositionwiseFeedForward", "layer_norm",
+    # chapter 8
+    "DecoderCache", "EncoderDecoder", "Embeddings", "KVCache", "LayerCache", "TransformerConfig", "best_device",
+    "fuse", "greedy_decode", "label_smoothed_loss", "noam_lr", "noam_scheduler",
+    # chapter 9
+    "SPECIAL_TOKENS", "BPETokenizer", "bpe_decode", "bpe_encode", "build_vocab", "bytes_to_unicode", "count_pairs",
+    "pre_tokenize", "split_words", "to_byte_level", "train_bpe", "unicode_to_bytes",
+    "beam_search", "bleu", "evaluate_decoder", "filter_logits", "ids_to_text", "length_penalty", "sample",
+    "sample_next",
+    "DecoderOnly", "EncoderOnly", "LanguageModelConfig", "continue_prompt", "mask_tokens", "masked_token_loss",
+    "next_token_loss",
+]

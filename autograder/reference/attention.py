@@ -36,7 +36,7 @@ def scaled_dot_product_attention(
     attn_mask: Tensor | None = None,
     dropout_p: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
-    """Attention(Q, K, V) = softmax(Q K^T / sqrt(Dh) + mask) V  (Vaswani et al., eq. 1).
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(Dh)) V (Vaswani et al., eq. 1), masked as in their section 3.2.3.
 
     Args:
         q: queries ``(..., Lq, Dh)``.

@@ -2,10 +2,10 @@
 
 Shape letters: B batch, S source length, T target length, D d_model, V vocabulary.
 
-Everything around the stacks is ours (``Embeddings`` scaled by sqrt(D), the same
-sinusoidal table, dropout, the ``generator``, Xavier initialisation), so the two models
-differ only in how the layers are written. Two differences of PyTorch's module are
-undone here:
+Everything around the stacks is ``EncoderDecoder``'s own (``Embeddings`` scaled by sqrt(D),
+the same sinusoidal table, dropout, the ``generator``, Xavier initialisation): the subclass
+replaces only the stacks, so the two models differ only in how the layers are written. Two
+differences of PyTorch's module are undone here:
 
 * its boolean masks mean True = BLOCKED, the opposite of ours (True = may attend);
   every mask is converted explicitly with ``to_pytorch_mask``;
@@ -20,15 +20,16 @@ import torch
 from torch import Tensor, nn
 
 from autograder.reference.interop import layer_state_to_torch
+from autograder.reference.kvcache import DecoderCache
 from autograder.reference.masks import causal_mask, padding_mask, to_pytorch_mask
-from autograder.reference.model import Embeddings, EncoderDecoder, TransformerConfig
-from autograder.reference.positional import sinusoidal_encoding
+from autograder.reference.model import EncoderDecoder, TransformerConfig
 
 
-class TorchTransformer(nn.Module):
-    """``EncoderDecoder``'s interface (``encode``, ``decode``, ``forward``) on ``nn.Transformer``.
+class TorchTransformer(EncoderDecoder):
+    """``EncoderDecoder`` with PyTorch's ``nn.TransformerEncoder`` and ``nn.TransformerDecoder`` as stacks.
 
-    ``train``, ``evaluate`` and ``greedy_decode`` (without cache) run on it unchanged.
+    Construction is ``EncoderDecoder``'s; only ``build_stacks``, ``encode`` and ``decode``
+    differ. ``train``, ``evaluate`` and ``greedy_decode`` (without cache) run on it unchanged.
 
     Example:
         >>> cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, dropout=0.0)
@@ -36,55 +37,37 @@ class TorchTransformer(nn.Module):
         torch.Size([2, 5, 20])
     """
 
-    def __init__(self, config: TransformerConfig) -> None:
-        super().__init__()
-        c = self.config = config
-        self.src_embed = Embeddings(c.src_vocab_size, c.d_model)
-        self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
-        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
-        self.dropout = nn.Dropout(c.dropout)
+    encoder: nn.TransformerEncoder
+    decoder: nn.TransformerDecoder
+
+    def build_stacks(self, config: TransformerConfig) -> tuple[nn.Module, nn.Module]:
+        c = config
         layer_args = dict(d_model=c.d_model, nhead=c.num_heads, dim_feedforward=c.d_ff, dropout=c.dropout,
                           activation="relu", batch_first=True, norm_first=c.norm_first)
         encoder = nn.TransformerEncoder(
-            nn.TransformerEncoderLayer(**layer_args), c.num_layers,
+            nn.TransformerEncoderLayer(**layer_args), c.num_layers,  # type: ignore[arg-type]
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
             enable_nested_tensor=False,  # keep padded positions as they are, as ours does
         )
         decoder = nn.TransformerDecoder(
-            nn.TransformerDecoderLayer(**layer_args), c.num_layers,
+            nn.TransformerDecoderLayer(**layer_args), c.num_layers,  # type: ignore[arg-type]
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
         )
-        self.transformer = nn.Transformer(
-            d_model=c.d_model, nhead=c.num_heads, batch_first=True,
-            custom_encoder=encoder, custom_decoder=decoder,
-        )
-        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
-        if c.tie_embeddings:
-            self.generator.weight = self.tgt_embed.embedding.weight
+        return encoder, decoder
 
-    # The stacks live inside self.transformer; these names match EncoderDecoder's
-    # (greedy_decode reads len(model.decoder.layers)).
-    @property
-    def encoder(self) -> nn.TransformerEncoder:
-        return self.transformer.encoder
-
-    @property
-    def decoder(self) -> nn.TransformerDecoder:
-        return self.transformer.decoder
-
-    _positions = EncoderDecoder._positions
+    def new_cache(self) -> DecoderCache:
+        raise NotImplementedError("TorchTransformer has no key/value cache: decode with use_cache=False")
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """``(B, S)`` ids -> ``(memory (B, S, D), src_mask (B, 1, 1, S))``, our mask convention."""
         src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S), True = may attend
         blocked = to_pytorch_mask(src_mask[:, 0, 0, :])  # (B, S), True = padding (PyTorch's convention)
-        memory = self.transformer.encoder(self._positions(self.src_embed(src)), src_key_padding_mask=blocked)
+        memory = self.encoder(self._positions(self.src_embed(src)), src_key_padding_mask=blocked)
         return memory, src_mask
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: object | None = None) -> Tensor:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
+    ) -> Tensor:
         """``(B, T)`` ids -> logits ``(B, T, V)``; the whole prefix every call (no cache)."""
         if cache is not None:
             raise NotImplementedError("TorchTransformer has no key/value cache: decode with use_cache=False")
@@ -93,19 +76,14 @@ class TorchTransformer(nn.Module):
         tgt_mask = to_pytorch_mask(causal_mask(tgt_in.size(1), tgt_in.device))  # (T, T)
         tgt_blocked = to_pytorch_mask(padding_mask(tgt_in, pad)[:, 0, 0, :])  # (B, T)
         memory_blocked = to_pytorch_mask(src_mask[:, 0, 0, :])  # (B, S)
-        y = self.transformer.decoder(
+        y = self.decoder(
             self._positions(self.tgt_embed(tgt_in)), memory, tgt_mask=tgt_mask,
             tgt_key_padding_mask=tgt_blocked, memory_key_padding_mask=memory_blocked,
         )  # (B, T, D)
         return self.generator(y)  # (B, T, V)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: ``src (B, S)``, ``tgt_in (B, T)`` (BOS ...) -> logits ``(B, T, V)``."""
-        memory, src_mask = self.encode(src)
-        return self.decode(tgt_in, memory, src_mask)
-
     @torch.no_grad()
-    def load_reference_weights(self, reference: EncoderDecoder) -> "TorchTransformer":
+    def load_reference_weights(self, reference: EncoderDecoder) -> TorchTransformer:
         """Copy the weights of an ``EncoderDecoder`` of the same config; returns ``self``.
 
         PyTorch stores the query, key and value projections stacked as one
@@ -118,9 +96,9 @@ class TorchTransformer(nn.Module):
         for stack, decoder in (("encoder", False), ("decoder", True)):
             for i in range(self.config.num_layers):
                 layer = layer_state_to_torch(sd, f"{stack}.layers.{i}.", decoder)
-                out.update({f"transformer.{stack}.layers.{i}.{k}": v for k, v in layer.items()})
+                out.update({f"{stack}.layers.{i}.{k}": v for k, v in layer.items()})
             if self.config.norm_first:
                 for kind in ("weight", "bias"):
-                    out[f"transformer.{stack}.norm.{kind}"] = sd[f"{stack}.norm.{kind}"]
+                    out[f"{stack}.norm.{kind}"] = sd[f"{stack}.norm.{kind}"]
         self.load_state_dict(out, strict=True)
         return self

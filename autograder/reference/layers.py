@@ -9,32 +9,32 @@ Pre-norm (``norm_first=True``):                              x = x + Sublayer(LN
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from autograder.reference.multihead import KVCache, MultiHeadAttention
+from autograder.reference.kvcache import LayerCache
+from autograder.reference.multihead import MultiHeadAttention
+from autograder.reference.norms import layer_norm
 
 
 class LayerNorm(nn.Module):
-    """Layer normalization (Ba et al., 2016) over the last dimension, by hand.
+    """Layer normalization (Ba et al., 2016) over the last dimension, with a learned gain and shift.
 
-    y = (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance
-    (divide by D, not D - 1) and eps inside the square root, as ``nn.LayerNorm``.
-    ``fused=True`` calls PyTorch's kernel ``F.layer_norm`` instead (same result, faster).
+    The formula is ``norms.layer_norm``; this module holds its ``weight`` (ones) and ``bias``
+    (zeros), named as in ``nn.LayerNorm``.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False) -> None:
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
-        self.eps, self.fused = eps, fused
+        self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.fused:
-            return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
-        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)  # biased: divide by D
-        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+        return layer_norm(x, self.weight, self.bias, self.eps)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -61,14 +61,14 @@ class EncoderLayer(nn.Module):
 
     def __init__(
         self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-        norm_first: bool = False, fused: bool = False,
+        norm_first: bool = False,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = LayerNorm(d_model, fused=fused)
-        self.norm2 = LayerNorm(d_model, fused=fused)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -89,55 +89,72 @@ class DecoderLayer(nn.Module):
 
     Shape: y ``(B, T, D)``, memory ``(B, S, D)``, tgt_mask broadcastable to
     ``(B, H, T, T)``, memory_mask to ``(B, H, T, S)`` -> ``(B, T, D)``.
-    ``cache`` (decoding only): ``{"self": KVCache, "cross": KVCache}``; y then holds
-    only the new positions.
+    ``cache`` (decoding only, ``kvcache.LayerCache``): the keys and values of earlier steps;
+    y then holds only the new positions.
     """
 
     def __init__(
         self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-        norm_first: bool = False, fused: bool = False,
+        norm_first: bool = False,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = LayerNorm(d_model, fused=fused)
-        self.norm2 = LayerNorm(d_model, fused=fused)
-        self.norm3 = LayerNorm(d_model, fused=fused)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.norm3 = LayerNorm(d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
     def forward(
         self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None, cache: dict[str, KVCache] | None = None,
+        memory_mask: Tensor | None = None, cache: LayerCache | None = None,
     ) -> Tensor:
-        self_cache = cache["self"] if cache is not None else None
-        cross_cache = cache["cross"] if cache is not None else None
+        self_attn: Callable[..., Tensor] = self.self_attn
+        cross_attn: Callable[..., Tensor] = self.cross_attn
+        if cache is not None:  # the same attention, reusing the keys and values of earlier steps
+            self_attn = functools.partial(cache.self_attn.attend, self.self_attn)
+            cross_attn = functools.partial(cache.cross_attn.attend, self.cross_attn)
         if self.norm_first:
             h = self.norm1(y)
-            y = y + self.dropout1(self.self_attn(h, h, h, tgt_mask, self_cache))
+            y = y + self.dropout1(self_attn(h, h, h, tgt_mask))
             h = self.norm2(y)
-            y = y + self.dropout2(self.cross_attn(h, memory, memory, memory_mask, cross_cache))
+            y = y + self.dropout2(cross_attn(h, memory, memory, memory_mask))
             return y + self.dropout3(self.ff(self.norm3(y)))
-        y = self.norm1(y + self.dropout1(self.self_attn(y, y, y, tgt_mask, self_cache)))
-        y = self.norm2(y + self.dropout2(self.cross_attn(y, memory, memory, memory_mask, cross_cache)))
+        y = self.norm1(y + self.dropout1(self_attn(y, y, y, tgt_mask)))
+        y = self.norm2(y + self.dropout2(cross_attn(y, memory, memory, memory_mask)))
         return self.norm3(y + self.dropout3(self.ff(y)))
 
 
-class Encoder(nn.Module):
-    """A stack of ``num_layers`` encoder layers; a final LayerNorm only for pre-norm."""
+class _Stack(nn.Module):
+    """``num_layers`` layers of one kind; a final LayerNorm only for pre-norm, whose layers
+    leave their sum unnormalised (post-norm layers already end in one)."""
+
+    layer_type: type[EncoderLayer] | type[DecoderLayer]
 
     def __init__(
         self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-        norm_first: bool = False, fused: bool = False,
+        norm_first: bool = False,
     ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, fused) for _ in range(num_layers)
+            self.layer_type(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            for _ in range(num_layers)
         )
-        self.norm = LayerNorm(d_model, fused=fused) if norm_first else None
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+
+class Encoder(_Stack):
+    """A stack of ``num_layers`` encoder layers; a final LayerNorm only for pre-norm.
+
+    Args: ``num_layers``, then ``EncoderLayer``'s (``d_model``, ``num_heads``, ``d_ff``,
+    ``dropout``, ``norm_first``).
+    """
+
+    layer_type = EncoderLayer
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
@@ -145,22 +162,18 @@ class Encoder(nn.Module):
         return self.norm(x) if self.norm is not None else x
 
 
-class Decoder(nn.Module):
-    """A stack of ``num_layers`` decoder layers; a final LayerNorm only for pre-norm."""
+class Decoder(_Stack):
+    """A stack of ``num_layers`` decoder layers; a final LayerNorm only for pre-norm.
 
-    def __init__(
-        self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-        norm_first: bool = False, fused: bool = False,
-    ) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, fused) for _ in range(num_layers)
-        )
-        self.norm = LayerNorm(d_model, fused=fused) if norm_first else None
+    Args: ``num_layers``, then ``DecoderLayer``'s (``d_model``, ``num_heads``, ``d_ff``,
+    ``dropout``, ``norm_first``).
+    """
+
+    layer_type = DecoderLayer
 
     def forward(
         self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None, cache: list[dict[str, KVCache]] | None = None,
+        memory_mask: Tensor | None = None, cache: list[LayerCache] | None = None,
     ) -> Tensor:
         for i, layer in enumerate(self.layers):
             y = layer(y, memory, tgt_mask, memory_mask, None if cache is None else cache[i])

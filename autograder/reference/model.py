@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from autograder.reference.fused import fuse
+from autograder.reference.kvcache import DecoderCache
 from autograder.reference.layers import Decoder, Encoder
 from autograder.reference.masks import decoder_self_attention_mask, padding_mask
-from autograder.reference.multihead import KVCache
 from autograder.reference.positional import sinusoidal_encoding
 
 
@@ -30,7 +31,7 @@ class TransformerConfig:
     pad_id: int = 0              # token id of padding (never attended to, never scored)
     tie_embeddings: bool = False # share the target embedding with the output projection
     norm_first: bool = False     # pre-norm instead of the paper's post-norm
-    fused_kernels: bool = False  # PyTorch's fused kernels (F.scaled_dot_product_attention,
+    fused_kernels: bool = False  # PyTorch's fused kernels (reference.fused: F.scaled_dot_product_attention,
                                  # F.layer_norm) instead of the hand-written math: same result, faster
 
 
@@ -49,19 +50,6 @@ class Embeddings(nn.Module):
         return self.embedding(tokens) * math.sqrt(self.d_model)
 
 
-@dataclass
-class DecoderCache:
-    """What incremental decoding keeps between steps: every layer's keys and values,
-    and the tokens fed so far (for the target padding mask and the positions)."""
-
-    layers: list[dict[str, KVCache]]
-    tokens: Tensor | None = None  # (B, t)
-
-    @classmethod
-    def empty(cls, num_layers: int) -> "DecoderCache":
-        return cls([{"self": KVCache(static=False), "cross": KVCache(static=True)} for _ in range(num_layers)])
-
-
 class EncoderDecoder(nn.Module):
     """The Transformer of Vaswani et al.: embeddings + positions, encoder, decoder, unembedding.
 
@@ -72,6 +60,8 @@ class EncoderDecoder(nn.Module):
         torch.Size([2, 5, 20])
     """
 
+    pe: Tensor  # (max_len, D), a buffer
+
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         c = self.config = config
@@ -79,15 +69,26 @@ class EncoderDecoder(nn.Module):
         self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
         self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
-        stack = (c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.fused_kernels)
-        self.encoder = Encoder(*stack)
-        self.decoder = Decoder(*stack)
+        self.encoder, self.decoder = self.build_stacks(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
         if c.tie_embeddings:
             self.generator.weight = self.tgt_embed.embedding.weight
+
+    def build_stacks(self, config: TransformerConfig) -> tuple[nn.Module, nn.Module]:
+        """The encoder and decoder stacks of chapter 7 (``baseline.TorchTransformer`` builds PyTorch's)."""
+        def stack(kind: type[Encoder] | type[Decoder]) -> nn.Module:
+            built = kind(num_layers=config.num_layers, d_model=config.d_model, num_heads=config.num_heads,
+                         d_ff=config.d_ff, dropout=config.dropout, norm_first=config.norm_first)
+            return fuse(built) if config.fused_kernels else built
+
+        return stack(Encoder), stack(Decoder)
+
+    def new_cache(self) -> DecoderCache:
+        """An empty key/value cache for incremental decoding (``greedy_decode(..., use_cache=True)``)."""
+        return DecoderCache.empty(self.config.num_layers)
 
     def _positions(self, x: Tensor, start: int = 0) -> Tensor:
         end = start + x.size(1)

@@ -12,7 +12,8 @@ from autograder.authoring import REPOSITORY
 from ._book import BUILD_ARGS, ROOT, toc_pages
 
 SLUGS = ["01-rnn-limits", "02-self-attention", "03-qk-low-rank", "04-multi-head-attention",
-         "05-positional-encoding", "06-masking", "07-transformer-block", "08-encoder-decoder"]
+         "05-positional-encoding", "06-masking", "07-transformer-block", "08-encoder-decoder",
+         "09-tokens-in-tokens-out"]
 PARTS = {"Foundations": SLUGS[:4], "Building the Transformer": SLUGS[4:7],
          "Training and inference": SLUGS[7:]}
 
@@ -26,15 +27,17 @@ def toc() -> dict:
 
 
 def test_toc_order():
-    """Does the toc read intro, notation, the three chapter parts (each lecture then its lab), then Guides?"""
+    """Does the toc read intro, notation, the three chapter parts (each lecture then its lab), the
+    appendix, then Guides?"""
     parts = toc()["parts"]
     assert toc()["root"] == "book/intro"
     assert [c["file"] for c in parts[0]["chapters"]] == ["book/notation"]
-    assert [p.get("caption") for p in parts[1:]] == [*PARTS, "Guides"]
+    assert [p.get("caption") for p in parts[1:]] == [*PARTS, "Appendix", "Guides"]
     for part in parts[1:4]:
         expected = [f for slug in PARTS[part["caption"]] for f in (f"book/{slug}", f"notebooks/{slug}/{slug}")]
         assert [c["file"] for c in part["chapters"]] == expected, part["caption"]
-    assert [c["file"] for c in parts[4]["chapters"]] == [
+    assert [c["file"] for c in parts[4]["chapters"]] == ["book/appendix-training"]
+    assert [c["file"] for c in parts[5]["chapters"]] == [
         "book/guides/student", "book/guides/instructor", "book/guides/publisher", "book/bibliography"]
 
 

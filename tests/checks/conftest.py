@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
+from autograder.checks.core import CheckFailed
 from autograder.grading.child import Child
 from autograder.grading.remote import Connection
 
@@ -58,3 +60,44 @@ def candidate_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
             if name.startswith("check_") and callable(value):
                 monkeypatch.setattr(request.module, name, across(value))
     yield side
+
+
+def expect_failure(action: Callable[..., Any], *args: Any, error: type[BaseException] = CheckFailed,
+                   said: str | Sequence[str] = (), mistake: str | None = None, match: str | None = None,
+                   **kwargs: Any) -> str:
+    """``action(*args, **kwargs)`` must raise ``error`` (or a subclass); return its message.
+
+    ``said``: phrases (plain text, not patterns) the message must contain; ``mistake``: a
+    phrase that its ``likely mistake:`` line must contain; ``match``: a regular expression
+    searched in the message, as ``pytest.raises(match=...)`` does."""
+    __tracebackhide__ = True
+    with pytest.raises(error) as info:
+        action(*args, **kwargs)
+    message = str(info.value)
+    for phrase in [said] if isinstance(said, str) else said:
+        assert phrase in message, f"{phrase!r} not in:\n{message}"
+    if mistake is not None:
+        named = [line for line in message.splitlines() if line.strip().startswith("likely mistake:")]
+        assert any(mistake in line for line in named), f"no likely mistake naming {mistake!r} in:\n{message}"
+    if match is not None:
+        assert re.search(match, message), f"{match!r} does not match:\n{message}"
+    return message
+
+
+@pytest.fixture
+def fails() -> Callable[..., str]:
+    """The one way the tests of the checks expect a failure: ``fails(action, *args, **kwargs)``
+    calls ``action`` and asserts that it raises; the options say what the message must hold::
+
+        def test_softmax_names_mistakes(fails):
+            fails(check_softmax, softmax_no_shift, mistake="maximum is not subtracted")
+            fails(check_softmax, torch_softmax, error=ForbiddenCall, said="torch.softmax")
+            fails(check_softmax, stub, error=NotImplementedError)
+            message = fails(check_softmax, candidate, seed=1, said=["expected:", "found:"])
+
+    Options (keywords): ``error`` (default ``CheckFailed``; ``ForbiddenCall``,
+    ``NotImplementedError``...), ``said`` (a phrase or a list of phrases, plain text),
+    ``mistake`` (a phrase of the ``likely mistake:`` line), ``match`` (a regular
+    expression). Other keywords go to ``action`` (``seed=1``). Returns the message. Use it
+    inside the test, where ``check_*`` names are already patched to run "across" too."""
+    return expect_failure

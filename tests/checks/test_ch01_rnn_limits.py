@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from student_copies import as_student
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall
 from autograder.checks.ch01_rnn_limits import check_hidden_gradient_norms, check_receptive_field, check_rnn_forward
-
-from student_copies import as_student
 
 # ----------------------------------------------------------------------------- rnn_forward
 
@@ -96,26 +95,21 @@ def test_rnn_forward_accepts_right_answers(candidate):
     (rnn_transposed, "W_hh.T"),
     (rnn_includes_h0, "outputs include h0"),
 ])
-def test_rnn_forward_names_mistakes(candidate, words):
+def test_rnn_forward_names_mistakes(candidate, words, fails):
     """Does each known mistake of the recurrence fail with a message naming it?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_rnn_forward(candidate)
-    assert words in str(err.value)
+    fails(check_rnn_forward, candidate, mistake=words)
 
 
 @pytest.mark.parametrize("candidate, words", [(rnn_uses_torch, "torch.nn.RNN"),
                                               (rnn_uses_reference, "autograder.reference.rnn_forward")])
-def test_rnn_forward_forbids_ready_made_rnns(candidate, words):
+def test_rnn_forward_forbids_ready_made_rnns(candidate, words, fails):
     """Does a candidate that calls nn.RNN or the reference fail with ForbiddenCall?"""
-    with pytest.raises(ForbiddenCall) as err:
-        check_rnn_forward(candidate)
-    assert words in str(err.value)
+    fails(check_rnn_forward, candidate, error=ForbiddenCall, said=words)
 
 
-def test_rnn_forward_lets_stub_through():
+def test_rnn_forward_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError, not a check failure?"""
-    with pytest.raises(NotImplementedError):
-        check_rnn_forward(rnn_stub)
+    fails(check_rnn_forward, rnn_stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- gradient norms
@@ -181,7 +175,8 @@ def norms_stub(x, h0, W_xh, W_hh, b):
     raise NotImplementedError()
 
 
-@pytest.mark.parametrize("candidate", [as_student(reference.hidden_gradient_norms), norms_by_autograd, norms_backward_loop])
+@pytest.mark.parametrize("candidate", [as_student(reference.hidden_gradient_norms), norms_by_autograd,
+                                       norms_backward_loop])
 def test_hidden_gradient_norms_accepts_right_answers(candidate):
     """Do the reference, an autograd Jacobian and an einsum Jacobian product pass?"""
     for seed in (0, 1):
@@ -193,23 +188,19 @@ def test_hidden_gradient_norms_accepts_right_answers(candidate):
     (norms_forward, "d h_t / d h_1"),
     (norms_without_tanh_derivative, "tanh derivative"),
 ])
-def test_hidden_gradient_norms_names_mistakes(candidate, words):
+def test_hidden_gradient_norms_names_mistakes(candidate, words, fails):
     """Does each known mistake of the gradient norms fail with a message naming it?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_hidden_gradient_norms(candidate)
-    assert words in str(err.value)
+    fails(check_hidden_gradient_norms, candidate, mistake=words)
 
 
-def test_hidden_gradient_norms_forbids_reference():
+def test_hidden_gradient_norms_forbids_reference(fails):
     """Does a candidate that calls the reference fail with ForbiddenCall?"""
-    with pytest.raises(ForbiddenCall, match="hidden_gradient_norms"):
-        check_hidden_gradient_norms(norms_uses_reference)
+    fails(check_hidden_gradient_norms, norms_uses_reference, error=ForbiddenCall, match="hidden_gradient_norms")
 
 
-def test_hidden_gradient_norms_lets_stub_through():
+def test_hidden_gradient_norms_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
-    with pytest.raises(NotImplementedError):
-        check_hidden_gradient_norms(norms_stub)
+    fails(check_hidden_gradient_norms, norms_stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- receptive field
@@ -241,29 +232,24 @@ def test_receptive_field_accepts_right_answers(candidate):
     (lambda k, n: n * (k - 1), "forgets the output position"),
     (lambda k, n: n * (k - 1) + 2, "one position too many"),
 ])
-def test_receptive_field_names_mistakes(candidate, words):
+def test_receptive_field_names_mistakes(candidate, words, fails):
     """Does k * n, or an off-by-one, fail with a message naming it?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_receptive_field(candidate)
-    assert words in str(err.value)
+    fails(check_receptive_field, candidate, mistake=words)
 
 
-def test_receptive_field_wants_an_int():
+def test_receptive_field_wants_an_int(fails):
     """Does a float answer (true division) fail with a hint to return an int?"""
-    with pytest.raises(CheckFailed, match="Python int"):
-        check_receptive_field(lambda k, n: 1 + n * (k - 1) / 1)
+    fails(check_receptive_field, lambda k, n: 1 + n * (k - 1) / 1, match="Python int")
 
 
-def test_receptive_field_forbids_reference():
+def test_receptive_field_forbids_reference(fails):
     """Does a candidate that calls the reference fail with ForbiddenCall?"""
-    with pytest.raises(ForbiddenCall):
-        check_receptive_field(lambda k, n: reference.receptive_field(k, n))
+    fails(check_receptive_field, lambda k, n: reference.receptive_field(k, n), error=ForbiddenCall)
 
 
-def test_receptive_field_lets_stub_through():
+def test_receptive_field_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
     def stub(kernel_size, num_layers):
         raise NotImplementedError()
 
-    with pytest.raises(NotImplementedError):
-        check_receptive_field(stub)
+    fails(check_receptive_field, stub, error=NotImplementedError)

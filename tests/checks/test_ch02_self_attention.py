@@ -6,17 +6,16 @@ import math
 
 import pytest
 import torch
+from student_copies import as_student
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall, variants
 from autograder.checks.ch02_self_attention import (
     check_scaled_dot_product_attention,
     check_self_attention,
     check_single_query_attention,
     check_softmax,
 )
-
-from student_copies import as_student
 
 # ----------------------------------------------------------------------------- softmax
 
@@ -57,38 +56,33 @@ def test_softmax_accepts_right_answers():
     (softmax_no_shift, "maximum is not subtracted"),
     (softmax_no_sum, "not divided by its sum"),
 ])
-def test_softmax_names_mistakes(candidate, words):
+def test_softmax_names_mistakes(candidate, words, fails):
     """Do softmax without the max shift and without the normalisation fail, named?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_softmax(candidate)
-    assert words in str(err.value)
+    fails(check_softmax, candidate, mistake=words)
 
 
-def test_softmax_names_nan_rows():
+def test_softmax_names_nan_rows(fails):
     """Does a softmax that turns a row of -inf into NaN fail with a message naming it?"""
     def nan_rows(x, dim=-1):
         e = torch.exp(x - x.amax(dim, keepdim=True))
         return e / e.sum(dim, keepdim=True)
 
-    with pytest.raises(CheckFailed, match="a row of -inf gives NaN"):
-        check_softmax(nan_rows)
+    fails(check_softmax, nan_rows, match="a row of -inf gives NaN")
 
 
-def test_softmax_names_wrong_axis():
+def test_softmax_names_wrong_axis(fails):
     """Does a softmax over the wrong axis fail with a message naming the axis?"""
     def wrong_axis(x, dim=-1):
         e = torch.exp(x - x.amax())
         other = 0 if dim in (-1, x.dim() - 1) else -1
         return e / e.sum(other, keepdim=True)
 
-    with pytest.raises(CheckFailed, match="normalised over dim 0 instead of dim -1"):
-        check_softmax(wrong_axis)
+    fails(check_softmax, wrong_axis, match="normalised over dim 0 instead of dim -1")
 
 
-def test_softmax_forbids_torch_softmax():
+def test_softmax_forbids_torch_softmax(fails):
     """Does a candidate calling torch.softmax fail with ForbiddenCall?"""
-    with pytest.raises(ForbiddenCall, match="torch.softmax"):
-        check_softmax(lambda x, dim=-1: torch.softmax(x, dim))
+    fails(check_softmax, lambda x, dim=-1: torch.softmax(x, dim), error=ForbiddenCall, match="torch.softmax")
 
 
 # ----------------------------------------------------------------------------- single query
@@ -125,24 +119,21 @@ def test_single_query_accepts_right_answers():
 
 
 @pytest.mark.parametrize("candidate, words", [
-    (single_no_scale, "no 1/sqrt(Dh)"),
+    (single_no_scale, variants.NO_SCALE),
     (single_over_dh, "divided by Dh instead of sqrt(Dh)"),
     (single_returns_weights, "returns the attention weights"),
 ])
-def test_single_query_names_mistakes(candidate, words):
+def test_single_query_names_mistakes(candidate, words, fails):
     """Do a missing scale, a 1/Dh scale and returning the weights fail, named?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_single_query_attention(candidate)
-    assert words in str(err.value)
+    fails(check_single_query_attention, candidate, mistake=words)
 
 
-def test_single_query_forbids_sdpa():
+def test_single_query_forbids_sdpa(fails):
     """Does a candidate calling F.scaled_dot_product_attention fail with ForbiddenCall?"""
     def uses_torch(q, K, V):
         return torch.nn.functional.scaled_dot_product_attention(q[None], K, V)[0]
 
-    with pytest.raises(ForbiddenCall, match="scaled_dot_product_attention"):
-        check_single_query_attention(uses_torch)
+    fails(check_single_query_attention, uses_torch, error=ForbiddenCall, match="scaled_dot_product_attention")
 
 
 # ----------------------------------------------------------------------------- scaled dot-product
@@ -215,22 +206,20 @@ def test_sdpa_accepts_right_answers():
 
 
 @pytest.mark.parametrize("candidate, words", [
-    (sdpa_no_scale, "no 1/sqrt(Dh) scaling"),
-    (sdpa_over_dh, "divided by Dh instead of sqrt(Dh)"),
-    (sdpa_over_queries, "softmax over the queries"),
-    (sdpa_mask_after, "mask applied after the softmax"),
+    (sdpa_no_scale, variants.NO_SCALE),
+    (sdpa_over_dh, variants.SCALE_BY_DH),
+    (sdpa_over_queries, variants.SOFTMAX_OVER_QUERIES),
+    (sdpa_mask_after, variants.MASK_AFTER_SOFTMAX),
     (sdpa_swapped, "weights and output swapped"),
-    (sdpa_inverted_mask, "mask inverted"),
-    (sdpa_nan_rows, "fully masked row gives NaN"),
+    (sdpa_inverted_mask, variants.MASK_INVERTED),
+    (sdpa_nan_rows, variants.NAN_ROWS),
 ])
-def test_sdpa_names_mistakes(candidate, words):
+def test_sdpa_names_mistakes(candidate, words, fails):
     """Does each known mistake of attention fail with a message naming it?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_scaled_dot_product_attention(candidate)
-    assert words in str(err.value)
+    fails(check_scaled_dot_product_attention, candidate, mistake=words)
 
 
-def test_sdpa_forbids_torch_and_reference():
+def test_sdpa_forbids_torch_and_reference(fails):
     """Do candidates calling F.scaled_dot_product_attention or the reference fail with ForbiddenCall?"""
     def uses_torch(q, k, v, attn_mask=None):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
@@ -239,19 +228,18 @@ def test_sdpa_forbids_torch_and_reference():
     def uses_reference(q, k, v, attn_mask=None):
         return reference.scaled_dot_product_attention(q, k, v, attn_mask)
 
-    with pytest.raises(ForbiddenCall, match="torch.nn.functional.scaled_dot_product_attention"):
-        check_scaled_dot_product_attention(uses_torch)
-    with pytest.raises(ForbiddenCall, match="autograder.reference.scaled_dot_product_attention"):
-        check_scaled_dot_product_attention(uses_reference)
+    fails(check_scaled_dot_product_attention, uses_torch, error=ForbiddenCall,
+          match="torch.nn.functional.scaled_dot_product_attention")
+    fails(check_scaled_dot_product_attention, uses_reference, error=ForbiddenCall,
+          match="autograder.reference.scaled_dot_product_attention")
 
 
-def test_sdpa_lets_stub_through():
+def test_sdpa_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
     def stub(q, k, v, attn_mask=None):
         raise NotImplementedError()
 
-    with pytest.raises(NotImplementedError):
-        check_scaled_dot_product_attention(stub)
+    fails(check_scaled_dot_product_attention, stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- self-attention
@@ -294,33 +282,29 @@ def test_self_attention_accepts_right_answers():
     (self_attention_sqrt_d, "sqrt(D), the model width"),
     (self_attention_unprojected_values, "values are not projected"),
 ])
-def test_self_attention_names_mistakes(candidate, words):
+def test_self_attention_names_mistakes(candidate, words, fails):
     """Do swapped queries and keys, the wrong scale and unprojected values fail, named?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_self_attention(candidate)
-    assert words in str(err.value)
+    fails(check_self_attention, candidate, mistake=words)
 
 
-def test_self_attention_forbids_reference():
+def test_self_attention_forbids_reference(fails):
     """Does a candidate calling the reference's self_attention fail with ForbiddenCall?"""
-    with pytest.raises(ForbiddenCall, match="autograder.reference.self_attention"):
-        check_self_attention(lambda x, W_q, W_k, W_v: reference.self_attention(x, W_q, W_k, W_v))
+    fails(check_self_attention, lambda x, W_q, W_k, W_v: reference.self_attention(x, W_q, W_k, W_v),
+          error=ForbiddenCall, match="autograder.reference.self_attention")
 
 
-def test_self_attention_lets_stub_through():
+def test_self_attention_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
     def stub(x, W_q, W_k, W_v):
         raise NotImplementedError()
 
-    with pytest.raises(NotImplementedError):
-        check_self_attention(stub)
+    fails(check_self_attention, stub, error=NotImplementedError)
 
 
 @pytest.mark.parametrize("check", [check_softmax, check_single_query_attention])
-def test_softmax_and_single_query_let_stubs_through(check):
+def test_softmax_and_single_query_let_stubs_through(check, fails):
     """Do untouched stubs of softmax and single_query_attention raise NotImplementedError?"""
     def stub(*args, **kwargs):
         raise NotImplementedError()
 
-    with pytest.raises(NotImplementedError):
-        check(stub)
+    fails(check, stub, error=NotImplementedError)

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import (
-    CheckFailed,
     ForbiddenCall,
     check_bilinear_scores,
     check_low_rank_error,
     check_low_rank_factorize,
     check_merged_qk,
 )
-
-from student_copies import as_student
 
 # ----------------------------------------------------------------------------- merged_qk
 
@@ -42,25 +40,21 @@ def test_transpose_of_product_merged_qk_passes():
     (lambda W_q, W_k: W_q.T @ W_k, "(Dh, Dh)"),
     (lambda W_q, W_k: W_q @ W_q.T, "key projection is not used"),
 ])
-def test_wrong_merged_qk_fails_naming_the_mistake(wrong, words):
+def test_wrong_merged_qk_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of merged_qk rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_merged_qk(wrong)
-    assert words in str(err.value)
+    fails(check_merged_qk, wrong, mistake=words)
 
 
-def test_merged_qk_using_the_reference_is_forbidden():
+def test_merged_qk_using_the_reference_is_forbidden(fails):
     """Is a merged_qk that calls the reference caught?"""
-    with pytest.raises(ForbiddenCall, match="reference"):
-        check_merged_qk(lambda W_q, W_k: reference.merged_qk(W_q, W_k))
+    fails(check_merged_qk, lambda W_q, W_k: reference.merged_qk(W_q, W_k), error=ForbiddenCall, match="reference")
 
 
-def test_merged_qk_stub_raises_not_implemented():
+def test_merged_qk_stub_raises_not_implemented(fails):
     """Does an untouched stub reach nbgrader as NotImplementedError?"""
     def stub(W_q, W_k):
         raise NotImplementedError()
-    with pytest.raises(NotImplementedError):
-        check_merged_qk(stub)
+    fails(check_merged_qk, stub, error=NotImplementedError)
 
 # ----------------------------------------------------------------------------- bilinear_scores
 
@@ -86,17 +80,14 @@ def test_bilinear_scores_via_factors_passes():
     (lambda x, W, scale: x @ W @ x.T / scale, "divided by scale"),
     (lambda x, W, scale: scale * x @ W.T @ x.T, "W transposed"),
 ])
-def test_wrong_bilinear_scores_fails_naming_the_mistake(wrong, words):
+def test_wrong_bilinear_scores_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of bilinear_scores rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_bilinear_scores(wrong)
-    assert words in str(err.value)
+    fails(check_bilinear_scores, wrong, mistake=words)
 
 
-def test_bilinear_scores_using_the_reference_is_forbidden():
+def test_bilinear_scores_using_the_reference_is_forbidden(fails):
     """Is a bilinear_scores that calls the reference caught?"""
-    with pytest.raises(ForbiddenCall):
-        check_bilinear_scores(lambda x, W, scale: reference.bilinear_scores(x, W, scale))
+    fails(check_bilinear_scores, lambda x, W, scale: reference.bilinear_scores(x, W, scale), error=ForbiddenCall)
 
 # ----------------------------------------------------------------------------- low_rank_factorize
 
@@ -146,31 +137,26 @@ def test_valid_low_rank_factorizations_pass(alternative):
     (lambda W, r: (torch.linalg.svd(W)[0][:, :r] * torch.linalg.svd(W)[1][:r],
                    torch.linalg.svd(W)[2][:r].T * torch.linalg.svd(W)[1][:r]), "in both factors"),
 ])
-def test_wrong_low_rank_factorize_fails_naming_the_mistake(wrong, words):
+def test_wrong_low_rank_factorize_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of low_rank_factorize rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_low_rank_factorize(wrong)
-    assert words in str(err.value)
+    fails(check_low_rank_factorize, wrong, mistake=words)
 
 
-def test_low_rank_factorize_returning_V_transposed_fails_on_shape():
+def test_low_rank_factorize_returning_V_transposed_fails_on_shape(fails):
     """Is B returned as (k, D) (rows of V^T) rejected on its shape, with the reason?"""
     def wrong(W, rank):
         U, S, Vh = torch.linalg.svd(W)
         return U[:, :rank] * S[:rank], Vh[:rank]
-    with pytest.raises(CheckFailed, match="torch.linalg.svd returns V") as err:
-        check_low_rank_factorize(wrong)
-    assert "shape" in str(err.value)
+    fails(check_low_rank_factorize, wrong, said="shape", match="torch.linalg.svd returns V")
 
 
-def test_low_rank_factorize_returning_the_product_fails():
+def test_low_rank_factorize_returning_the_product_fails(fails):
     """Is a single matrix (the product) rejected as not a pair?"""
-    with pytest.raises(CheckFailed, match="a pair"):
-        check_low_rank_factorize(lambda W, r: W)
+    fails(check_low_rank_factorize, lambda W, r: W, match="a pair")
 
 
 @pytest.mark.parametrize("op", ["reference", "svd_lowrank"])
-def test_low_rank_factorize_forbidden_ops_are_caught(op):
+def test_low_rank_factorize_forbidden_ops_are_caught(op, fails):
     """Are the reference and torch.svd_lowrank caught?"""
     def via_reference(W, rank):
         return reference.low_rank_factorize(W, rank)
@@ -178,8 +164,7 @@ def test_low_rank_factorize_forbidden_ops_are_caught(op):
     def via_torch(W, rank):
         U, S, V = torch.svd_lowrank(W, q=rank)
         return U * S, V
-    with pytest.raises(ForbiddenCall):
-        check_low_rank_factorize(via_reference if op == "reference" else via_torch)
+    fails(check_low_rank_factorize, via_reference if op == "reference" else via_torch, error=ForbiddenCall)
 
 # ----------------------------------------------------------------------------- low_rank_error
 
@@ -210,29 +195,24 @@ def test_low_rank_error_from_the_residual_passes():
     (lambda W, r: torch.linalg.svdvals(W)[r + 1:].pow(2).sum().sqrt(), "off by one"),
     (lambda W, r: torch.linalg.svdvals(W)[:r].pow(2).sum().sqrt(), "kept part"),
 ])
-def test_wrong_low_rank_error_fails_naming_the_mistake(wrong, words):
+def test_wrong_low_rank_error_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of low_rank_error rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_low_rank_error(wrong)
-    assert words in str(err.value)
+    fails(check_low_rank_error, wrong, mistake=words)
 
 
-def test_low_rank_error_returning_a_float_fails():
+def test_low_rank_error_returning_a_float_fails(fails):
     """Is a Python float rejected with a request for a tensor?"""
-    with pytest.raises(CheckFailed, match="torch.Tensor"):
-        check_low_rank_error(lambda W, r: float(torch.linalg.svdvals(W)[r:].norm()))
+    fails(check_low_rank_error, lambda W, r: float(torch.linalg.svdvals(W)[r:].norm()), match="torch.Tensor")
 
 
-def test_low_rank_error_using_the_reference_is_forbidden():
+def test_low_rank_error_using_the_reference_is_forbidden(fails):
     """Is a low_rank_error that calls the reference caught?"""
-    with pytest.raises(ForbiddenCall):
-        check_low_rank_error(lambda W, r: reference.low_rank_error(W, r))
+    fails(check_low_rank_error, lambda W, r: reference.low_rank_error(W, r), error=ForbiddenCall)
 
 
-def test_low_rank_stubs_raise_not_implemented():
+def test_low_rank_stubs_raise_not_implemented(fails):
     """Do untouched stubs reach nbgrader as NotImplementedError?"""
     def stub(*args):
         raise NotImplementedError()
     for check in (check_bilinear_scores, check_low_rank_factorize, check_low_rank_error):
-        with pytest.raises(NotImplementedError):
-            check(stub)
+        fails(check, stub, error=NotImplementedError)

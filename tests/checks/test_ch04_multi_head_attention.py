@@ -8,18 +8,17 @@ import math
 
 import pytest
 import torch
+from student_copies import as_student
 from torch import nn
 
 from autograder import reference
 from autograder.checks import (
-    CheckFailed,
     ForbiddenCall,
     check_merge_heads,
     check_multi_head_attention,
     check_split_heads,
+    variants,
 )
-
-from student_copies import as_student
 
 # ----------------------------------------------------------------------------- split / merge
 
@@ -48,11 +47,9 @@ def test_alternative_merge_heads_pass():
     (lambda x, num_heads: x.view(x.shape[0], x.shape[1], num_heads, -1), "transpose(1, 2) missing"),
     (lambda x, num_heads: x.view(x.shape[0], x.shape[1], -1, num_heads).permute(0, 3, 1, 2), "in turn"),
 ])
-def test_wrong_split_heads_fails_naming_the_mistake(wrong, words):
+def test_wrong_split_heads_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of split_heads rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_split_heads(wrong)
-    assert words in str(err.value)
+    fails(check_split_heads, wrong, mistake=words)
 
 
 @pytest.mark.parametrize("wrong, words", [
@@ -60,34 +57,28 @@ def test_wrong_split_heads_fails_naming_the_mistake(wrong, words):
     (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved"),
     (lambda x: x.transpose(1, 2), "not concatenated"),
 ])
-def test_wrong_merge_heads_fails_naming_the_mistake(wrong, words):
+def test_wrong_merge_heads_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of merge_heads rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_merge_heads(wrong)
-    assert words in str(err.value)
+    fails(check_merge_heads, wrong, mistake=words)
 
 
-def test_merge_heads_view_after_transpose_fails_with_the_error():
+def test_merge_heads_view_after_transpose_fails_with_the_error(fails):
     """Does .view on a transposed (non-contiguous) tensor fail with PyTorch's own error shown?"""
-    with pytest.raises(CheckFailed, match="RuntimeError"):
-        check_merge_heads(lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1))
+    fails(check_merge_heads, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), match="RuntimeError")
 
 
-def test_split_and_merge_using_the_reference_are_forbidden():
+def test_split_and_merge_using_the_reference_are_forbidden(fails):
     """Are split_heads and merge_heads that call the reference caught?"""
-    with pytest.raises(ForbiddenCall):
-        check_split_heads(lambda x, num_heads: reference.split_heads(x, num_heads))
-    with pytest.raises(ForbiddenCall):
-        check_merge_heads(lambda x: reference.merge_heads(x))
+    fails(check_split_heads, lambda x, num_heads: reference.split_heads(x, num_heads), error=ForbiddenCall)
+    fails(check_merge_heads, lambda x: reference.merge_heads(x), error=ForbiddenCall)
 
 
-def test_head_stubs_raise_not_implemented():
+def test_head_stubs_raise_not_implemented(fails):
     """Do untouched stubs reach nbgrader as NotImplementedError?"""
     def stub(*args):
         raise NotImplementedError()
     for check in (check_split_heads, check_merge_heads):
-        with pytest.raises(NotImplementedError):
-            check(stub)
+        fails(check, stub, error=NotImplementedError)
 
 # ----------------------------------------------------------------------------- MultiHeadAttention
 
@@ -174,40 +165,35 @@ def _wrong(**changes):
 
 
 @pytest.mark.parametrize("module, words", [
-    (_wrong(scale_by="none"), "not scaled by 1/sqrt(Dh)"),
-    (_wrong(scale_by="D"), "1/sqrt(d_model)"),
-    (_wrong(softmax_dim=-2), "softmax over the queries"),
-    (_wrong(project=False), "out_proj not applied"),
-    (_wrong(transpose=False), "heads reshaped without the transpose"),
-    (_wrong(invert=True), "mask polarity inverted"),
+    (_wrong(scale_by="none"), variants.NO_SCALE),
+    (_wrong(scale_by="D"), variants.SCALE_BY_D_MODEL),
+    (_wrong(softmax_dim=-2), variants.SOFTMAX_OVER_QUERIES),
+    (_wrong(project=False), variants.NO_OUT_PROJ),
+    (_wrong(transpose=False), variants.HEADS_WITHOUT_TRANSPOSE),
+    (_wrong(invert=True), variants.MASK_INVERTED),
 ])
-def test_wrong_multi_head_attention_fails_naming_the_mistake(module, words):
+def test_wrong_multi_head_attention_fails_naming_the_mistake(module, words, fails):
     """Is each known mistake of multi-head attention rejected with its name?"""
-    with pytest.raises(CheckFailed, match="likely mistake") as err:
-        check_multi_head_attention(module)
-    assert words in str(err.value)
+    fails(check_multi_head_attention, module, mistake=words)
 
 
-def test_torch_softmax_fails_on_a_fully_padded_sequence():
+def test_torch_softmax_fails_on_a_fully_padded_sequence(fails):
     """Does a version whose fully masked rows give NaN fail, saying so?"""
     module = _wrong(softmax=staticmethod(lambda s, dim: torch.softmax(s, dim=dim)))
-    with pytest.raises(CheckFailed, match="NaN") as err:
-        check_multi_head_attention(module)
-    assert "fully padded" in str(err.value)
+    fails(check_multi_head_attention, module, said="fully padded", match="NaN")
 
 
-def test_missing_attn_weights_fails():
+def test_missing_attn_weights_fails(fails):
     """Is a module that keeps no attn_weights rejected, saying what to store?"""
     class NoWeights(WithChapter2):
         def forward(self, *args, **kwargs):
             out = super().forward(*args, **kwargs)
             self.attn_weights = None
             return out
-    with pytest.raises(CheckFailed, match="self.attn_weights"):
-        check_multi_head_attention(NoWeights)
+    fails(check_multi_head_attention, NoWeights, match="self.attn_weights")
 
 
-def test_wrong_parameter_names_fail():
+def test_wrong_parameter_names_fail(fails):
     """Is a module with a packed in_proj (not PyTorch's per-projection names) rejected?"""
     class Packed(nn.Module):
         def __init__(self, d_model, num_heads):
@@ -217,22 +203,20 @@ def test_wrong_parameter_names_fail():
 
         def forward(self, query, key, value, attn_mask=None):
             return query
-    with pytest.raises(CheckFailed, match="missing"):
-        check_multi_head_attention(Packed)
+    fails(check_multi_head_attention, Packed, match="missing")
 
 
-def test_wrapping_torch_multihead_attention_is_forbidden():
+def test_wrapping_torch_multihead_attention_is_forbidden(fails):
     """Is a module that calls nn.MultiheadAttention caught?"""
     class Wrapper(_Base):
         def forward(self, query, key, value, attn_mask=None):
             mha = nn.MultiheadAttention(query.size(-1), self.num_heads, batch_first=True)
             out, self.attn_weights = mha(query, key, value)
             return out
-    with pytest.raises(ForbiddenCall, match="PyTorch's own"):
-        check_multi_head_attention(Wrapper)
+    fails(check_multi_head_attention, Wrapper, error=ForbiddenCall, match="PyTorch's own")
 
 
-def test_wrapping_the_reference_module_is_forbidden():
+def test_wrapping_the_reference_module_is_forbidden(fails):
     """Is a module built on the reference's MultiHeadAttention caught?"""
     class Wrapper(_Base):
         def forward(self, query, key, value, attn_mask=None):
@@ -241,18 +225,16 @@ def test_wrapping_the_reference_module_is_forbidden():
             out = ref(query, key, value, attn_mask)
             self.attn_weights = ref.attn_weights
             return out
-    with pytest.raises(ForbiddenCall, match="reference"):
-        check_multi_head_attention(Wrapper)
+    fails(check_multi_head_attention, Wrapper, error=ForbiddenCall, match="reference")
 
 
-def test_multi_head_attention_stub_raises_not_implemented():
+def test_multi_head_attention_stub_raises_not_implemented(fails):
     """Does an untouched stub (its __init__ raises) reach nbgrader as NotImplementedError?"""
     class Stub(nn.Module):
         def __init__(self, d_model, num_heads):
             super().__init__()
             raise NotImplementedError()
-    with pytest.raises(NotImplementedError):
-        check_multi_head_attention(Stub)
+    fails(check_multi_head_attention, Stub, error=NotImplementedError)
 
 
 def test_multi_head_attention_check_leaves_the_global_random_state():

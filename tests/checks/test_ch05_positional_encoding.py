@@ -7,18 +7,16 @@ import math
 
 import pytest
 import torch
+from student_copies import as_student
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall
 from autograder.checks.ch05_positional_encoding import (
     check_add_positions,
     check_pe_similarity,
     check_rotation_matrix,
     check_sinusoidal_encoding,
 )
-
-from student_copies import as_student
-
 
 # ----------------------------------------------------------------------------- candidates
 
@@ -98,23 +96,20 @@ def test_valid_encodings_pass(candidate):
     (dict(exponent=4.0), "giving 4i/D (a factor of two)"),
     (dict(halves=True), "concatenated, not interleaved"),
 ])
-def test_wrong_encodings_are_named(kwargs, words):
+def test_wrong_encodings_are_named(kwargs, words, fails):
     """Does each usual mistake in the table fail with a message naming it?"""
-    with pytest.raises(CheckFailed, match=None) as err:
-        check_sinusoidal_encoding(lambda length, d: encoding_float32(length, d, **kwargs))
-    assert words in str(err.value)
+    fails(check_sinusoidal_encoding, lambda length, d: encoding_float32(length, d, **kwargs), said=words)
 
 
-def test_encoding_using_the_reference_is_forbidden():
+def test_encoding_using_the_reference_is_forbidden(fails):
     """Is a table copied from the reference caught?"""
-    with pytest.raises(ForbiddenCall, match="sinusoidal_encoding"):
-        check_sinusoidal_encoding(lambda length, d: reference.sinusoidal_encoding(length, d))
+    fails(check_sinusoidal_encoding, lambda length, d: reference.sinusoidal_encoding(length, d), error=ForbiddenCall,
+          match="sinusoidal_encoding")
 
 
-def test_encoding_stub_raises_not_implemented():
+def test_encoding_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError, not a check failure?"""
-    with pytest.raises(NotImplementedError):
-        check_sinusoidal_encoding(_stub)
+    fails(check_sinusoidal_encoding, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- rotation_matrix
@@ -136,31 +131,26 @@ def test_valid_rotations_pass(candidate):
     (dict(exponent=1.0), "2i/D written as i/D (a factor of two)"),
     (dict(transpose=True), "block transposed (rotates backwards: R(-k))"),
 ])
-def test_wrong_rotations_are_named(kwargs, words):
+def test_wrong_rotations_are_named(kwargs, words, fails):
     """Does each usual mistake in R(k) fail with a message naming it?"""
-    with pytest.raises(CheckFailed) as err:
-        check_rotation_matrix(lambda k, d: rotation_block_diag(k, d, **kwargs))
-    assert words in str(err.value)
+    fails(check_rotation_matrix, lambda k, d: rotation_block_diag(k, d, **kwargs), said=words)
 
 
-def test_rotation_property_is_checked_at_every_offset():
+def test_rotation_property_is_checked_at_every_offset(fails):
     """Is a matrix wrong at one offset outside the sample caught by the every-offset test?"""
-    with pytest.raises(CheckFailed) as err:
-        check_rotation_matrix(rotation_wrong_at_one_offset, seed=0)
-    assert "for every offset k in 0..127" in str(err.value)
-    assert "offset k=40" in str(err.value)
+    fails(check_rotation_matrix, rotation_wrong_at_one_offset, seed=0,
+          said=["for every offset k in 0..127", "offset k=40"])
 
 
-def test_rotation_using_the_reference_is_forbidden():
+def test_rotation_using_the_reference_is_forbidden(fails):
     """Is R(k) copied from the reference caught?"""
-    with pytest.raises(ForbiddenCall, match="rotation_matrix"):
-        check_rotation_matrix(lambda k, d: reference.rotation_matrix(k, d))
+    fails(check_rotation_matrix, lambda k, d: reference.rotation_matrix(k, d), error=ForbiddenCall,
+          match="rotation_matrix")
 
 
-def test_rotation_stub_raises_not_implemented():
+def test_rotation_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError?"""
-    with pytest.raises(NotImplementedError):
-        check_rotation_matrix(_stub)
+    fails(check_rotation_matrix, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- pe_similarity
@@ -186,23 +176,19 @@ def test_valid_similarities_pass(candidate):
      "cosine similarities"),
     (lambda pe: torch.cdist(pe, pe), "distances instead of dot products"),
 ])
-def test_wrong_similarities_are_named(candidate, words):
+def test_wrong_similarities_are_named(candidate, words, fails):
     """Do columns instead of rows, cosines and distances fail with their names?"""
-    with pytest.raises(CheckFailed) as err:
-        check_pe_similarity(candidate)
-    assert words in str(err.value)
+    fails(check_pe_similarity, candidate, said=words)
 
 
-def test_similarity_using_the_reference_is_forbidden():
+def test_similarity_using_the_reference_is_forbidden(fails):
     """Is the reference's pe_similarity caught?"""
-    with pytest.raises(ForbiddenCall, match="pe_similarity"):
-        check_pe_similarity(lambda pe: reference.pe_similarity(pe))
+    fails(check_pe_similarity, lambda pe: reference.pe_similarity(pe), error=ForbiddenCall, match="pe_similarity")
 
 
-def test_similarity_stub_raises_not_implemented():
+def test_similarity_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError?"""
-    with pytest.raises(NotImplementedError):
-        check_pe_similarity(_stub)
+    fails(check_pe_similarity, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- add_positions
@@ -227,20 +213,24 @@ def test_valid_add_positions_pass(candidate):
     (lambda x, pe: x / math.sqrt(x.size(-1)) + pe[: x.size(1)], "divided by sqrt(D)"),
     (lambda x, pe: (x + pe[: x.size(1)]) * math.sqrt(x.size(-1)), "the encoding must not be scaled"),
 ])
-def test_wrong_add_positions_are_named(candidate, words):
+def test_wrong_add_positions_are_named(candidate, words, fails):
     """Do a missing, an inverted and a misplaced sqrt(D) fail with their names?"""
-    with pytest.raises(CheckFailed) as err:
-        check_add_positions(candidate)
-    assert words in str(err.value)
+    fails(check_add_positions, candidate, said=words)
 
 
-def test_add_positions_using_the_reference_is_forbidden():
+def test_add_positions_using_the_reference_is_forbidden(fails):
     """Is the reference's add_positions caught?"""
-    with pytest.raises(ForbiddenCall, match="add_positions"):
-        check_add_positions(lambda x, pe: reference.add_positions(x, pe))
+    fails(check_add_positions, lambda x, pe: reference.add_positions(x, pe), error=ForbiddenCall, match="add_positions")
 
 
-def test_add_positions_stub_raises_not_implemented():
+def test_add_positions_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError?"""
-    with pytest.raises(NotImplementedError):
-        check_add_positions(_stub)
+    fails(check_add_positions, _stub, error=NotImplementedError)
+
+
+def test_encoding_in_float64_is_told_the_dtype_and_why(fails):
+    """Is a float64 table told that float32 is expected and why (there is no input tensor
+    whose dtype it could keep)?"""
+    message = fails(check_sinusoidal_encoding, lambda length, d: encoding_float32(length, d).double(),
+                    said=["dtype torch.float32", "no input tensor"])
+    assert "keep the dtype of the inputs" not in message

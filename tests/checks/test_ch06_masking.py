@@ -7,9 +7,10 @@ import math
 
 import pytest
 import torch
+from student_copies import as_student
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall, variants
 from autograder.checks.ch06_masking import (
     check_causal_mask,
     check_decoder_self_attention_mask,
@@ -18,8 +19,6 @@ from autograder.checks.ch06_masking import (
     check_padding_mask,
 )
 from autograder.reference.leaks import leaks_future
-
-from student_copies import as_student
 
 
 def _stub(*args, **kwargs):
@@ -80,11 +79,9 @@ def test_valid_decoder_masks_pass(candidate):
     (lambda tokens, pad_id: (tokens != pad_id)[:, None, None, :].int(), "masks are boolean"),
     (lambda tokens, pad_id: (tokens != 0)[:, None, None, :], "compares with 0 instead of pad_id"),
 ])
-def test_wrong_padding_masks_are_named(candidate, words):
+def test_wrong_padding_masks_are_named(candidate, words, fails):
     """Do inverted polarity, missing axes, the query axis, an int mask and a hard-coded 0 fail by name?"""
-    with pytest.raises(CheckFailed) as err:
-        check_padding_mask(candidate)
-    assert words in str(err.value)
+    fails(check_padding_mask, candidate, said=words)
 
 
 @pytest.mark.parametrize("candidate, words", [
@@ -94,11 +91,9 @@ def test_wrong_padding_masks_are_named(candidate, words):
     (lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf")),
      "masks are boolean"),
 ])
-def test_wrong_causal_masks_are_named(candidate, words):
+def test_wrong_causal_masks_are_named(candidate, words, fails):
     """Do a blocked diagonal, inverted polarity, a transpose and a float -inf mask fail by name?"""
-    with pytest.raises(CheckFailed) as err:
-        check_causal_mask(candidate)
-    assert words in str(err.value)
+    fails(check_causal_mask, candidate, said=words)
 
 
 def _pad(tgt, pad_id):
@@ -116,11 +111,9 @@ def _causal(t):
     (lambda tgt, p: _pad(tgt, p).transpose(-2, -1) & _causal(tgt.size(1)), "queries (rows) instead of the keys"),
     (lambda tgt, p: _causal(tgt.size(1)), "the causal mask alone"),
 ])
-def test_wrong_decoder_masks_are_named(candidate, words):
+def test_wrong_decoder_masks_are_named(candidate, words, fails):
     """Do a missing padding mask, a missing causal mask, OR, padded queries and a bare (T, T) fail by name?"""
-    with pytest.raises(CheckFailed) as err:
-        check_decoder_self_attention_mask(candidate)
-    assert words in str(err.value)
+    fails(check_decoder_self_attention_mask, candidate, said=words)
 
 
 @pytest.mark.parametrize("check, candidate, words", [
@@ -131,18 +124,16 @@ def test_wrong_decoder_masks_are_named(candidate, words):
     (check_decoder_self_attention_mask, lambda tgt, p: reference.decoder_self_attention_mask(tgt, p),
      "decoder_self_attention_mask"),
 ])
-def test_masks_from_the_reference_are_forbidden(check, candidate, words):
+def test_masks_from_the_reference_are_forbidden(check, candidate, words, fails):
     """Are the reference's masks and PyTorch's subsequent mask caught?"""
-    with pytest.raises(ForbiddenCall, match=words):
-        check(candidate)
+    fails(check, candidate, error=ForbiddenCall, match=words)
 
 
 @pytest.mark.parametrize("check", [check_padding_mask, check_causal_mask, check_decoder_self_attention_mask,
                                    check_masked_attention, check_leaks_future])
-def test_stubs_raise_not_implemented(check):
+def test_stubs_raise_not_implemented(check, fails):
     """Does an untouched stub raise NotImplementedError, not a check failure?"""
-    with pytest.raises(NotImplementedError):
-        check(_stub)
+    fails(check, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- masked_attention
@@ -206,16 +197,14 @@ def test_valid_masked_attention_passes(candidate):
 
 
 @pytest.mark.parametrize("kind, words", [
-    ("after", "mask applied after the softmax"),
-    ("finite", "finite value such as -1e4"),
-    ("nan", "a fully masked row gives NaN"),
-    ("inverted", "mask polarity inverted"),
+    ("after", variants.MASK_AFTER_SOFTMAX),
+    ("finite", variants.MASK_FILLED_FINITE),
+    ("nan", variants.NAN_ROWS),
+    ("inverted", variants.MASK_INVERTED),
 ])
-def test_wrong_masked_attention_is_named(kind, words):
+def test_wrong_masked_attention_is_named(kind, words, fails):
     """Do masking after the softmax, a -1e4 fill, NaN rows and inverted polarity fail by name?"""
-    with pytest.raises(CheckFailed) as err:
-        check_masked_attention(_wrong(kind))
-    assert words in str(err.value)
+    fails(check_masked_attention, _wrong(kind), mistake=words)
 
 
 def test_renormalised_after_softmax_passes():
@@ -241,10 +230,9 @@ def test_finite_fill_leak_is_measurable_with_large_scores():
     (lambda q, k, v, m=None: reference.scaled_dot_product_attention(q, k, v, m), "scaled_dot_product_attention"),
     (lambda q, k, v, m=None: (reference.softmax(q @ k.transpose(-2, -1), -1) @ v, None), "softmax"),
 ])
-def test_masked_attention_shortcuts_are_forbidden(candidate, words):
+def test_masked_attention_shortcuts_are_forbidden(candidate, words, fails):
     """Are PyTorch's SDPA, the reference's attention and the reference's (NaN-safe) softmax caught?"""
-    with pytest.raises(ForbiddenCall, match=words):
-        check_masked_attention(candidate)
+    fails(check_masked_attention, candidate, error=ForbiddenCall, match=words)
 
 
 # ----------------------------------------------------------------------------- leaks_future
@@ -329,17 +317,15 @@ def test_valid_leak_tests_pass(candidate):
     (leaks_loose_tolerance, "small leak"),
     (leaks_backwards, "was reported as leaking"),
 ])
-def test_wrong_leak_tests_fail(candidate, words):
+def test_wrong_leak_tests_fail(candidate, words, fails):
     """Do one split point only, a loose tolerance and the reversed direction fail with a hint?"""
-    with pytest.raises(CheckFailed) as err:
-        check_leaks_future(candidate)
-    assert words in str(err.value)
+    fails(check_leaks_future, candidate, said=words)
 
 
-def test_leak_test_from_the_reference_is_forbidden():
+def test_leak_test_from_the_reference_is_forbidden(fails):
     """Is the reference's leaks_future caught?"""
-    with pytest.raises(ForbiddenCall, match="leaks_future"):
-        check_leaks_future(lambda layer, d, length=8: leaks_future(layer, d, length))
+    fails(check_leaks_future, lambda layer, d, length=8: leaks_future(layer, d, length), error=ForbiddenCall,
+          match="leaks_future")
 
 
 def test_reference_leak_test_answers():

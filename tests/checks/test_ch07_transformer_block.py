@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall, variants
 from autograder.checks.ch07_transformer_block import (
     check_decoder_layer,
     check_encoder_layer,
@@ -32,15 +32,6 @@ def fresh_copy(obj):
     source = "from __future__ import annotations\n" + textwrap.dedent(inspect.getsource(obj))
     exec(compile(source, f"<copy of {obj.__qualname__}>", "exec"), namespace)  # noqa: S102 - our own source
     return namespace[obj.__name__]
-
-
-def fails_with(check, candidate, *words, error=CheckFailed):
-    with pytest.raises(error) as info:
-        check(candidate)
-    message = str(info.value)
-    for word in words:
-        assert word in message, message
-    return message
 
 
 # ----------------------------------------------------------------------------- layer_norm
@@ -96,14 +87,14 @@ def test_layer_norm_right_answers_pass(candidate):
     (ln_batch_stats, ["BatchNorm"]),
     (ln_no_eps, ["eps left out", "NaN"]),
 ])
-def test_layer_norm_wrong_answers_named(candidate, words):
+def test_layer_norm_wrong_answers_named(candidate, words, fails):
     """Does each known mistake of layer_norm fail with a message that names it?"""
-    fails_with(check_layer_norm, candidate, "check_layer_norm failed", *words)
+    fails(check_layer_norm, candidate, said=["check_layer_norm failed", *words])
 
 
-def test_layer_norm_forbids_pytorch_op():
+def test_layer_norm_forbids_pytorch_op(fails):
     """Is F.layer_norm refused with a message saying what to build?"""
-    fails_with(check_layer_norm, ln_torch, "torch.nn.functional.layer_norm", "Build layer_norm", error=ForbiddenCall)
+    fails(check_layer_norm, ln_torch, said=["torch.nn.functional.layer_norm", "Build layer_norm"], error=ForbiddenCall)
 
 
 def ln_group_norm(x, weight, bias, eps=1e-5):
@@ -111,22 +102,21 @@ def ln_group_norm(x, weight, bias, eps=1e-5):
     return F.group_norm(rows, 1, eps=eps).reshape(x.shape) * weight + bias
 
 
-def test_layer_norm_forbids_group_norm_shortcut():
+def test_layer_norm_forbids_group_norm_shortcut(fails):
     """Is group_norm over a reshaped x, the same computation, refused too?"""
-    fails_with(check_layer_norm, ln_group_norm, "group_norm", error=ForbiddenCall)
+    fails(check_layer_norm, ln_group_norm, said="group_norm", error=ForbiddenCall)
 
 
-def test_layer_norm_forbids_reference():
+def test_layer_norm_forbids_reference(fails):
     """Is the reference's own layer_norm refused?"""
     def lazy(x, weight, bias, eps=1e-5):
         return reference_layer_norm(x, weight, bias, eps)
-    fails_with(check_layer_norm, lazy, "autograder.reference.norms.layer_norm", error=ForbiddenCall)
+    fails(check_layer_norm, lazy, said="autograder.reference.norms.layer_norm", error=ForbiddenCall)
 
 
-def test_layer_norm_stub_raises_not_implemented():
+def test_layer_norm_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError, unchanged?"""
-    with pytest.raises(NotImplementedError):
-        check_layer_norm(ln_stub)
+    fails(check_layer_norm, ln_stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- feed-forward
@@ -178,22 +168,21 @@ def test_ffn_right_answers_pass(candidate):
 @pytest.mark.parametrize("mode, words", [
     ("no_relu", ["no ReLU between the two linear layers"]),
     ("relu_twice", ["ReLU after the second linear layer as well"]),
-    ("no_dropout", ["dropout is not applied"]),
+    ("no_dropout", [variants.FFN_DROPOUT_NOT_APPLIED]),
 ])
-def test_ffn_wrong_answers_named(mode, words):
+def test_ffn_wrong_answers_named(mode, words, fails):
     """Does each known mistake of the FFN fail with a message that names it?"""
-    fails_with(check_positionwise_feed_forward, make_ffn(mode), *words)
+    fails(check_positionwise_feed_forward, make_ffn(mode), said=words)
 
 
-def test_ffn_forbids_reference():
+def test_ffn_forbids_reference(fails):
     """Is wrapping the reference's FFN refused?"""
-    fails_with(check_positionwise_feed_forward, FfnFromReference, "PositionwiseFeedForward", error=ForbiddenCall)
+    fails(check_positionwise_feed_forward, FfnFromReference, said="PositionwiseFeedForward", error=ForbiddenCall)
 
 
-def test_ffn_stub_raises_not_implemented():
+def test_ffn_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError, unchanged?"""
-    with pytest.raises(NotImplementedError):
-        check_positionwise_feed_forward(FfnStub)
+    fails(check_positionwise_feed_forward, FfnStub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- layers, written independently
@@ -206,13 +195,21 @@ def _stats_norm(norm, x, batch_stats):
     return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
 
 
-def _sublayer(x, fn, norm, pre, residual, batch_stats):
+def _sublayer(x, fn, norm, pre, residual, batch_stats, dropout, drop="output"):
+    """One sublayer written out; ``drop`` says where its dropout acts: "output" (right),
+    "none", "after_residual", "functional" (right, by F.dropout)."""
+    def out_of(h):
+        if drop == "functional":
+            return F.dropout(fn(h), dropout.p, dropout.training)
+        return dropout(fn(h)) if drop == "output" else fn(h)
+
+    after = dropout if drop == "after_residual" else (lambda t: t)
     if not pre:
-        out = fn(x)
-        return _stats_norm(norm, out if residual == "none" else x + out, batch_stats)
+        out = out_of(x)
+        return _stats_norm(norm, after(out if residual == "none" else x + out), batch_stats)
     h = _stats_norm(norm, x, batch_stats)
     base = {"add": x, "none": 0.0, "after_norm": h}[residual]
-    return base + fn(h)
+    return after(base + out_of(h))
 
 
 class EinsumAttention(nn.Module):
@@ -220,7 +217,7 @@ class EinsumAttention(nn.Module):
 
     def __init__(self, d_model, num_heads, dropout=0.0):
         super().__init__()
-        self.h = num_heads
+        self.h, self.p = num_heads, dropout
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d_model, d_model) for _ in range(4))
 
     def forward(self, query, key, value, mask=None):
@@ -231,38 +228,39 @@ class EinsumAttention(nn.Module):
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / (d // self.h) ** 0.5
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.nan_to_num(scores.softmax(-1))  # a fully masked row: zeros
+        weights = F.dropout(torch.nan_to_num(scores.softmax(-1)), self.p, self.training)  # fully masked: zeros
         return self.out_proj(torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, lq, d))
 
 
 def make_encoder_layer(residual="add", placement="right", batch_stats=False, ignore_mask=False,
-                       attention=reference.MultiHeadAttention):
+                       attention=reference.MultiHeadAttention, drop="output", attention_dropout=True,
+                       ffn_dropout=True):
     class EncoderLayer(nn.Module):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
             super().__init__()
             self.norm_first = norm_first
-            self.self_attn = attention(d_model, num_heads, dropout)
-            self.ff = reference.PositionwiseFeedForward(d_model, d_ff, dropout)
+            self.self_attn = attention(d_model, num_heads, dropout if attention_dropout else 0.0)
+            self.ff = reference.PositionwiseFeedForward(d_model, d_ff, dropout if ffn_dropout else 0.0)
             self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-            self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+            self.dropout = nn.Dropout(dropout)  # one module for both sublayers: the same thing
 
         def forward(self, x, src_mask=None):
             pre = {"right": self.norm_first, "always_post": False, "always_pre": True}[placement]
             mask = None if ignore_mask else src_mask
-            x = _sublayer(x, lambda h: self.dropout1(self.self_attn(h, h, h, mask)), self.norm1, pre,
-                          residual, batch_stats)
-            return _sublayer(x, lambda h: self.dropout2(self.ff(h)), self.norm2, pre, residual, batch_stats)
+            x = _sublayer(x, lambda h: self.self_attn(h, h, h, mask), self.norm1, pre, residual, batch_stats,
+                          self.dropout, drop)
+            return _sublayer(x, self.ff, self.norm2, pre, residual, batch_stats, self.dropout, drop)
     return EncoderLayer
 
 
 def make_decoder_layer(residual="add", cross="right", ignore_tgt_mask=False, ignore_memory_mask=False,
-                       memory_in_last_residual=False):
+                       memory_in_last_residual=False, drop="output", cross_dropout=True, cross_output_dropout=True):
     class DecoderLayer(nn.Module):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
             super().__init__()
             self.norm_first = norm_first
             self.self_attn = reference.MultiHeadAttention(d_model, num_heads, dropout)
-            self.cross_attn = reference.MultiHeadAttention(d_model, num_heads, dropout)
+            self.cross_attn = reference.MultiHeadAttention(d_model, num_heads, dropout if cross_dropout else 0.0)
             self.ff = reference.PositionwiseFeedForward(d_model, d_ff, dropout)
             self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
             self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
@@ -279,11 +277,13 @@ def make_decoder_layer(residual="add", cross="right", ignore_tgt_mask=False, ign
                     return self.cross_attn(memory, memory, h, mm)
                 return self.cross_attn(h, memory, memory, mm)
 
-            y = _sublayer(y, lambda h: self.dropout1(self.self_attn(h, h, h, tm)), self.norm1, pre, residual, False)
-            y = _sublayer(y, lambda h: self.dropout2(cross_block(h)), self.norm2, pre, residual, False)
+            y = _sublayer(y, lambda h: self.self_attn(h, h, h, tm), self.norm1, pre, residual, False, self.dropout1,
+                          drop)
+            y = _sublayer(y, cross_block, self.norm2, pre, residual, False, self.dropout2,
+                          drop if cross_output_dropout else "none")
             if memory_in_last_residual:
                 return self.norm3(memory + self.ff(y))
-            return _sublayer(y, lambda h: self.dropout3(self.ff(h)), self.norm3, pre, residual, False)
+            return _sublayer(y, self.ff, self.norm3, pre, residual, False, self.dropout3, drop)
     return DecoderLayer
 
 
@@ -315,10 +315,12 @@ class EncoderStub(nn.Module):
 # ----------------------------------------------------------------------------- encoder layer
 
 @pytest.mark.parametrize("candidate", [fresh_copy(reference.EncoderLayer), make_encoder_layer(),
-                                       make_encoder_layer(attention=EinsumAttention)])
+                                       make_encoder_layer(attention=EinsumAttention),
+                                       make_encoder_layer(drop="functional")])
 def test_encoder_layer_right_answers_pass(candidate):
-    """Do the reference, an independent version built on nn.LayerNorm and one with einsum
-    attention of its own pass, both norm placements?"""
+    """Do the reference, an independent version built on nn.LayerNorm (one nn.Dropout for both
+    sublayers), one with einsum attention of its own and one with F.dropout pass, both norm
+    placements, in eval and training mode?"""
     for seed in (0, 1):
         check_encoder_layer(candidate, seed=seed)
 
@@ -331,20 +333,19 @@ def test_encoder_layer_right_answers_pass(candidate):
     ({"batch_stats": True}, ["BatchNorm"]),
     ({"ignore_mask": True}, ["padding mask (src_mask) is ignored"]),
 ])
-def test_encoder_layer_wrong_answers_named(kwargs, words):
+def test_encoder_layer_wrong_answers_named(kwargs, words, fails):
     """Does each known mistake of the encoder layer fail with a message that names it?"""
-    fails_with(check_encoder_layer, make_encoder_layer(**kwargs), "check_encoder_layer failed", *words)
+    fails(check_encoder_layer, make_encoder_layer(**kwargs), said=["check_encoder_layer failed", *words])
 
 
-def test_encoder_layer_forbids_pytorch_layer():
+def test_encoder_layer_forbids_pytorch_layer(fails):
     """Is wrapping nn.TransformerEncoderLayer refused?"""
-    fails_with(check_encoder_layer, EncoderFromTorch, "TransformerEncoderLayer", error=ForbiddenCall)
+    fails(check_encoder_layer, EncoderFromTorch, said="TransformerEncoderLayer", error=ForbiddenCall)
 
 
-def test_encoder_layer_stub_raises_not_implemented():
+def test_encoder_layer_stub_raises_not_implemented(fails):
     """Does an untouched stub raise NotImplementedError, unchanged?"""
-    with pytest.raises(NotImplementedError):
-        check_encoder_layer(EncoderStub)
+    fails(check_encoder_layer, EncoderStub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- decoder layer
@@ -364,9 +365,9 @@ def test_decoder_layer_right_answers_pass(candidate):
     ({"residual": "after_norm"}, ["residual is added after the norm"]),
     ({"memory_in_last_residual": True}, ["last residual adds the encoder output"]),
 ])
-def test_decoder_layer_wrong_answers_named(kwargs, words):
+def test_decoder_layer_wrong_answers_named(kwargs, words, fails):
     """Does each known mistake of the decoder layer fail with a message that names it?"""
-    fails_with(check_decoder_layer, make_decoder_layer(**kwargs), "check_decoder_layer failed", *words)
+    fails(check_decoder_layer, make_decoder_layer(**kwargs), said=["check_decoder_layer failed", *words])
 
 
 class DecoderFromTorch(nn.Module):
@@ -379,14 +380,14 @@ class DecoderFromTorch(nn.Module):
         return self.inner(y, memory)
 
 
-def test_decoder_layer_forbids_pytorch_layer():
+def test_decoder_layer_forbids_pytorch_layer(fails):
     """Is wrapping nn.TransformerDecoderLayer refused?"""
-    fails_with(check_decoder_layer, DecoderFromTorch, "TransformerDecoderLayer", error=ForbiddenCall)
+    fails(check_decoder_layer, DecoderFromTorch, said="TransformerDecoderLayer", error=ForbiddenCall)
 
 
-def test_decoder_layer_forbids_reference_layer():
+def test_decoder_layer_forbids_reference_layer(fails):
     """Is subclassing the reference's DecoderLayer refused?"""
-    fails_with(check_decoder_layer, DecoderFromReference, "DecoderLayer", error=ForbiddenCall)
+    fails(check_decoder_layer, DecoderFromReference, said="DecoderLayer", error=ForbiddenCall)
 
 
 # ----------------------------------------------------------------------------- the oracle helpers
@@ -412,3 +413,74 @@ def test_torch_attn_mask_blocks_what_we_forbid():
     out = torch_attn_mask(mask, 2, 4, 3, 3)
     assert out.shape == (8, 3, 3)
     assert torch.equal(out[5], ~mask)
+
+
+class FfnHiddenWhileTraining(nn.Module):
+    """Right in eval mode; in training mode returns the hidden units (B, L, F)."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        h = self.dropout(torch.relu(self.linear1(x)))
+        return h if self.training else self.linear2(h)
+
+
+def test_ffn_training_output_is_validated_before_it_is_compared(fails):
+    """Does a wrong-shaped output in training mode fail the check (naming the shape) instead
+    of crashing it?"""
+    fails(check_positionwise_feed_forward, FfnHiddenWhileTraining, said="shape")
+
+
+@pytest.mark.parametrize("cross", ["memory_as_query", "kv_from_decoder"])
+def test_decoder_layer_cross_attention_without_a_mask_is_named(cross, fails):
+    """Is cross-attention written with no mask at all (as in some pseudocode), its roles
+    also swapped, named as such?"""
+    fails(check_decoder_layer, make_decoder_layer(cross=cross, ignore_memory_mask=True), mistake="no mask")
+
+
+@pytest.mark.parametrize("kwargs, mistake", [
+    (dict(drop="none", attention_dropout=False, ffn_dropout=False), variants.NO_DROPOUT),
+    (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
+    (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
+    (dict(attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
+    (dict(ffn_dropout=False), variants.NO_FFN_DROPOUT),
+    (dict(attention=EinsumAttention, attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
+])
+def test_encoder_layer_missing_or_misplaced_dropout_is_named(kwargs, mistake, fails):
+    """Does an encoder layer right in eval mode but with its dropout missing or in the wrong
+    place fail in training mode, naming where?"""
+    fails(check_encoder_layer, make_encoder_layer(**kwargs), mistake=mistake, said="training mode")
+
+
+@pytest.mark.parametrize("kwargs, mistake", [
+    (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
+    (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
+    (dict(cross_dropout=False), variants.NO_CROSS_ATTENTION_DROPOUT),
+])
+def test_decoder_layer_missing_or_misplaced_dropout_is_named(kwargs, mistake, fails):
+    """Does a decoder layer whose dropout is missing or misplaced fail in training mode, naming it?"""
+    fails(check_decoder_layer, make_decoder_layer(**kwargs), mistake=mistake, said="training mode")
+
+
+def test_decoder_layer_dropout_missing_on_one_sublayer_says_where(fails):
+    """Is a decoder layer that skips dropout on the cross-attention output only told where
+    its dropout acted and where it should have?"""
+    fails(check_decoder_layer, make_decoder_layer(cross_output_dropout=False),
+          said=["the sublayer outputs (2x)", "expected:", "the sublayer outputs (3x)"])
+
+
+def test_ffn_dropout_at_the_output_is_named(fails):
+    """Is an FFN that drops its output instead of its hidden units named?"""
+    class FfnDropsOutput(nn.Module):
+        def __init__(self, d_model, d_ff, dropout=0.0):
+            super().__init__()
+            self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x):
+            return self.dropout(self.linear2(torch.relu(self.linear1(x))))
+
+    fails(check_positionwise_feed_forward, FfnDropsOutput, mistake=variants.DROPOUT_IN_FFN_ONLY_AT_OUTPUT)

@@ -10,22 +10,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import ForbiddenCall
 from autograder.checks.ch08_encoder_decoder import (
-    check_embeddings, check_encoder_decoder, check_greedy_decode, check_label_smoothed_loss, check_noam_lr,
-    check_train_step,
+    DROPOUT_BEFORE_POSITIONS,
+    NO_EMBEDDING_DROPOUT,
+    STACKS_WITHOUT_DROPOUT,
+    check_embeddings,
+    check_encoder_decoder,
+    check_greedy_decode,
 )
-
-
-def _raises(check, candidate, *words):
-    """Run the check, expect CheckFailed, and return its message after checking ``words`` in it."""
-    with pytest.raises(CheckFailed) as info:
-        check(candidate)
-    message = str(info.value)
-    for word in words:
-        assert word in message, f"{word!r} not in:\n{message}"
-    return message
-
+from autograder.checks.ch08_training import check_label_smoothed_loss, check_noam_lr, check_train_step
 
 # ----------------------------------------------------------------------------- Embeddings
 
@@ -92,20 +86,21 @@ def test_embeddings_right_answers_pass(candidate):
     (EmbeddingsWithPositions, "positional encodings added inside Embeddings"),
     (EmbeddingsOtherName, "missing ['embedding.weight']"),
 ])
-def test_embeddings_wrong_answers_fail_by_name(candidate, words):
+def test_embeddings_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the embedding fail with a message naming it?"""
-    _raises(check_embeddings, candidate, words)
+    fails(check_embeddings, candidate, said=words)
 
 
-def test_embeddings_reusing_the_reference_is_forbidden():
+def test_embeddings_reusing_the_reference_is_forbidden(fails):
     """Is a subclass of the reference's Embeddings caught?"""
-    with pytest.raises(ForbiddenCall, match="reference"):
-        check_embeddings(EmbeddingsReusingReference)
+    fails(check_embeddings, EmbeddingsReusingReference, error=ForbiddenCall, match="reference")
 
 
 # ----------------------------------------------------------------------------- EncoderDecoder
 
 class EncoderDecoder(nn.Module):
+    stack_dropout = True
+
     def __init__(self, config):
         super().__init__()
         self.config = c = config
@@ -113,9 +108,10 @@ class EncoderDecoder(nn.Module):
         self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
         self.register_buffer("pe", reference.sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
-        stack = (c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.fused_kernels)
-        self.encoder = reference.Encoder(*stack)
-        self.decoder = reference.Decoder(*stack)
+        stack = dict(num_layers=c.num_layers, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff,
+                     dropout=c.dropout if self.stack_dropout else 0.0, norm_first=c.norm_first)
+        self.encoder = reference.Encoder(**stack)
+        self.decoder = reference.Decoder(**stack)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings:
             self.generator.weight = self.tgt_embed.embedding.weight
@@ -123,10 +119,14 @@ class EncoderDecoder(nn.Module):
     scale = True
     causal = True
     cross = True
+    drop = "sum"  # where the embeddings' dropout acts: "sum" (right), "none", "embeddings"
 
     def embed(self, emb, tokens):
         x = emb(tokens) if self.scale else emb.embedding(tokens)
-        return self.dropout(x + self.pe[: tokens.size(1)].to(x.dtype))
+        pe = self.pe[: tokens.size(1)].to(x.dtype)
+        if self.drop == "embeddings":
+            return self.dropout(x) + pe
+        return x + pe if self.drop == "none" else self.dropout(x + pe)
 
     def encode(self, src):
         mask = reference.padding_mask(src, self.config.pad_id)
@@ -180,9 +180,30 @@ class EncoderDecoderSubclass(reference.EncoderDecoder):
     pass
 
 
-@pytest.mark.parametrize("candidate", [EncoderDecoder, EncoderDecoderNoBuffer])
+class EncoderDecoderNoEmbeddingDropout(EncoderDecoder):
+    drop = "none"
+
+
+class EncoderDecoderDropoutBeforePositions(EncoderDecoder):
+    drop = "embeddings"
+
+
+class EncoderDecoderStacksWithoutDropout(EncoderDecoder):
+    stack_dropout = False
+
+
+class EncoderDecoderFunctionalDropout(EncoderDecoder):
+    """F.dropout with the module's training flag instead of the nn.Dropout module."""
+
+    def embed(self, emb, tokens):
+        x = emb(tokens)
+        return F.dropout(x + self.pe[: tokens.size(1)].to(x.dtype), self.config.dropout, self.training)
+
+
+@pytest.mark.parametrize("candidate", [EncoderDecoder, EncoderDecoderNoBuffer, EncoderDecoderFunctionalDropout])
 def test_encoder_decoder_right_answers_pass(candidate):
-    """Do two assemblies (a positional buffer or positions on the fly) pass for two seeds?"""
+    """Do three assemblies (a positional buffer, positions on the fly, F.dropout) pass for two
+    seeds, in eval and in training mode?"""
     for seed in (0, 1):
         check_encoder_decoder(candidate, seed=seed)
 
@@ -193,15 +214,14 @@ def test_encoder_decoder_right_answers_pass(candidate):
     (EncoderDecoderNoCrossMask, "source padding mask not used in cross-attention"),
     (EncoderDecoderUntied, "config.tie_embeddings ignored"),
 ])
-def test_encoder_decoder_wrong_answers_fail_by_name(candidate, words):
+def test_encoder_decoder_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the assembly fail with a message naming it?"""
-    _raises(check_encoder_decoder, candidate, words)
+    fails(check_encoder_decoder, candidate, said=words)
 
 
-def test_encoder_decoder_subclassing_the_reference_is_forbidden():
+def test_encoder_decoder_subclassing_the_reference_is_forbidden(fails):
     """Is a subclass of the reference's EncoderDecoder caught?"""
-    with pytest.raises(ForbiddenCall):
-        check_encoder_decoder(EncoderDecoderSubclass)
+    fails(check_encoder_decoder, EncoderDecoderSubclass, error=ForbiddenCall)
 
 
 # ----------------------------------------------------------------------------- label smoothing
@@ -294,17 +314,15 @@ def test_loss_right_answers_pass(candidate):
     (loss_log_of_softmax, "log of zero"),
     (loss_detached, "detached from the graph"),
 ])
-def test_loss_wrong_answers_fail_by_name(candidate, words):
+def test_loss_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the smoothed loss fail with a message naming it?"""
-    _raises(check_label_smoothed_loss, candidate, words)
+    fails(check_label_smoothed_loss, candidate, said=words)
 
 
-def test_loss_with_pytorch_cross_entropy_is_forbidden():
+def test_loss_with_pytorch_cross_entropy_is_forbidden(fails):
     """Is F.cross_entropy(label_smoothing=...) caught, and so is the reference's loss?"""
-    with pytest.raises(ForbiddenCall, match="cross_entropy"):
-        check_label_smoothed_loss(loss_torch)
-    with pytest.raises(ForbiddenCall, match="label_smoothed_loss"):
-        check_label_smoothed_loss(reference.label_smoothed_loss)
+    fails(check_label_smoothed_loss, loss_torch, error=ForbiddenCall, match="cross_entropy")
+    fails(check_label_smoothed_loss, reference.label_smoothed_loss, error=ForbiddenCall, match="label_smoothed_loss")
 
 
 # ----------------------------------------------------------------------------- Noam schedule
@@ -353,15 +371,14 @@ def test_noam_right_answers_pass(candidate):
     (noam_wrong_warmup_power, "warmup ** -0.5 instead of warmup ** -1.5"),
     (noam_tensor_list, "a float"),
 ])
-def test_noam_wrong_answers_fail_by_name(candidate, words):
+def test_noam_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the schedule fail with a message naming it?"""
-    _raises(check_noam_lr, candidate, words)
+    fails(check_noam_lr, candidate, said=words)
 
 
-def test_noam_reference_is_forbidden():
+def test_noam_reference_is_forbidden(fails):
     """Is calling the reference's noam_lr caught?"""
-    with pytest.raises(ForbiddenCall):
-        check_noam_lr(lambda s, d, w: reference.noam_lr(s, d, w))
+    fails(check_noam_lr, lambda s, d, w: reference.noam_lr(s, d, w), error=ForbiddenCall)
 
 
 # ----------------------------------------------------------------------------- greedy decoding
@@ -417,17 +434,15 @@ def test_greedy_right_answers_pass(candidate):
     (dict(extra_steps=-1), "off by one: max_len - 1"),
     (dict(use_eval=False), "training mode"),
 ])
-def test_greedy_wrong_answers_fail_by_name(flags, words):
+def test_greedy_wrong_answers_fail_by_name(flags, words, fails):
     """Does each known mistake of greedy decoding fail with a message naming it?"""
-    _raises(check_greedy_decode, _make_decoder(**flags), words)
+    fails(check_greedy_decode, _make_decoder(**flags), said=words)
 
 
-def test_greedy_reference_is_forbidden():
+def test_greedy_reference_is_forbidden(fails):
     """Is the reference's greedy_decode caught, whether called or handed in as it is?"""
-    with pytest.raises(ForbiddenCall):
-        check_greedy_decode(lambda *args: reference.greedy_decode(*args))
-    with pytest.raises(ForbiddenCall):
-        check_greedy_decode(reference.greedy_decode)
+    fails(check_greedy_decode, lambda *args: reference.greedy_decode(*args), error=ForbiddenCall)
+    fails(check_greedy_decode, reference.greedy_decode, error=ForbiddenCall)
 
 
 # ----------------------------------------------------------------------------- train_step
@@ -485,15 +500,14 @@ def test_train_step_right_answers_pass(candidate):
     (dict(clip=False), "not clipped"),
     (dict(as_tensor=True), "a Python float"),
 ])
-def test_train_step_wrong_answers_fail_by_name(flags, words):
+def test_train_step_wrong_answers_fail_by_name(flags, words, fails):
     """Does each known mistake of the training step fail with a message naming it?"""
-    _raises(check_train_step, _make_step(**flags), words)
+    fails(check_train_step, _make_step(**flags), said=words)
 
 
-def test_train_step_reference_is_forbidden():
+def test_train_step_reference_is_forbidden(fails):
     """Is calling the training module's train_step caught?"""
-    with pytest.raises(ForbiddenCall, match="train_step"):
-        check_train_step(step_reference)
+    fails(check_train_step, step_reference, error=ForbiddenCall, match="train_step")
 
 
 # ----------------------------------------------------------------------------- stubs
@@ -512,7 +526,51 @@ class _StubModule(nn.Module):
     (check_embeddings, _StubModule), (check_encoder_decoder, _StubModule), (check_label_smoothed_loss, _stub),
     (check_noam_lr, _stub), (check_greedy_decode, _stub), (check_train_step, _stub),
 ])
-def test_untouched_stubs_raise_not_implemented(check, stub):
+def test_untouched_stubs_raise_not_implemented(check, stub, fails):
     """Does an untouched stub reach nbgrader as NotImplementedError, not as a check failure?"""
-    with pytest.raises(NotImplementedError):
-        check(stub)
+    fails(check, stub, error=NotImplementedError)
+
+
+class _BrokenBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("my backward is broken")
+
+
+def loss_broken_backward(logits, target, smoothing, pad_id):
+    return _BrokenBackward.apply(loss_scatter(logits, target, smoothing, pad_id))
+
+
+def test_loss_whose_backward_raises_fails_the_check(fails):
+    """Does an error raised by the candidate's backward pass fail the check, showing the
+    error, instead of crashing it?"""
+    fails(check_label_smoothed_loss, loss_broken_backward, said="my backward is broken")
+
+
+class EncoderDecoderPersistentPe(EncoderDecoder):
+    def __init__(self, config):
+        super().__init__(config)
+        del self.pe
+        self.register_buffer("pe", reference.sinusoidal_encoding(config.max_len, config.d_model))
+
+
+def test_encoder_decoder_persistent_pe_is_told_persistent_false(fails):
+    """Is a positional table saved in state_dict told to register it with persistent=False,
+    without a list of every parameter name?"""
+    message = fails(check_encoder_decoder, EncoderDecoderPersistentPe, said="persistent=False")
+    assert "encoder.layers.0" not in message
+
+
+@pytest.mark.parametrize("candidate, mistake", [
+    (EncoderDecoderNoEmbeddingDropout, NO_EMBEDDING_DROPOUT),
+    (EncoderDecoderDropoutBeforePositions, DROPOUT_BEFORE_POSITIONS),
+    (EncoderDecoderStacksWithoutDropout, STACKS_WITHOUT_DROPOUT),
+])
+def test_encoder_decoder_missing_or_misplaced_dropout_is_named(candidate, mistake, fails):
+    """Does a model right in eval mode but whose dropout is missing or misplaced fail in
+    training mode, naming where?"""
+    fails(check_encoder_decoder, candidate, mistake=mistake, said="training mode")

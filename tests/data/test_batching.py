@@ -21,7 +21,7 @@ def test_collate_shapes_and_padding():
 def _rows(pairs_batches):
     out = []
     for src, tgt in pairs_batches:
-        for s, t in zip(src.tolist(), tgt.tolist()):
+        for s, t in zip(src.tolist(), tgt.tolist(), strict=True):
             out.append((tuple(x for x in s if x != PAD_ID), tuple(x for x in t if x != PAD_ID)))
     return out
 
@@ -36,9 +36,14 @@ def test_batches_cover_every_pair_once():
 def test_batches_seeded_and_bucketed():
     """Is the batch order set by the generator, and does bucketing cut padding?"""
     task = make_task("reverse", num_train=2000, num_valid=0, num_test=0, min_len=1, max_len=12)
-    run = lambda seed: [s.tolist() for s, _ in batches(task.train, 32, PAD_ID, generator=torch.Generator().manual_seed(seed))]
+
+    def run(seed):
+        return [s.tolist() for s, _ in batches(task.train, 32, PAD_ID, generator=torch.Generator().manual_seed(seed))]
+
+    def pads(bs):
+        return sum(int((s == PAD_ID).sum()) for s, _ in bs)
+
     assert run(0) == run(0) and run(0) != run(1)
-    pads = lambda bs: sum(int((s == PAD_ID).sum()) for s, _ in bs)
     bucketed = pads(batches(task.train, 32, PAD_ID, generator=torch.Generator().manual_seed(0)))
     unbucketed = pads(batches(task.train, 32, PAD_ID, generator=torch.Generator().manual_seed(0), bucket=1))
     assert bucketed < unbucketed / 3

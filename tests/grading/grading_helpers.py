@@ -3,11 +3,12 @@ submissions made from the released warm-up lab."""
 
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
 
 import nbformat
+
+from autograder.grading import answers
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = "00-warmup"
@@ -22,29 +23,12 @@ def make_course(folder: Path) -> Path:
 
 
 def released(lab: str = LAB) -> nbformat.NotebookNode:
-    return nbformat.read(str(REPO / "notebooks" / lab / f"{lab}.ipynb"), as_version=4)
-
-
-def _solution_sources(lab: str) -> dict[str, str]:
-    source = nbformat.read(str(REPO / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
-    out = {}
-    for cell in source.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            out[meta["grade_id"]] = "\n".join(line for line in cell.source.splitlines()
-                                              if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
-    return out
+    return answers.released(REPO, lab)
 
 
 def answered(*exercises: str, lab: str = LAB) -> nbformat.NotebookNode:
     """The released lab with the given exercises (default: all) answered correctly."""
-    nb = copy.deepcopy(released(lab))
-    solutions = _solution_sources(lab)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in solutions and (not exercises or grade_id in exercises):
-            cell.source = solutions[grade_id]
-    return nb
+    return answers.answered(REPO, lab, exercises or None)
 
 
 def index_of(nb: nbformat.NotebookNode, grade_id: str) -> int:

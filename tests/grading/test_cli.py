@@ -37,11 +37,16 @@ def test_workspace_copies_once_and_never_overwrites(tmp_path: Path, capsys) -> N
     assert notebook.read_text() == "my answers"
 
 
-def test_unknown_lab_is_refused(tmp_path: Path) -> None:
-    """Does `release` refuse a lab that is not in solutions/, naming the ones that are?"""
+def test_unknown_lab_is_refused(tmp_path: Path, capsys) -> None:
+    """Does `release` refuse a lab that is not in solutions/ with an exception a library caller
+    can catch (not SystemExit), naming the ones that are, and does the command line turn it
+    into a message and exit status 2?"""
     root = make_course(tmp_path / "course")
-    with pytest.raises(SystemExit, match="00-warmup"):
+    with pytest.raises(course.UnknownLab, match="00-warmup"):
         course.release(root, ["99-nothing"])
+    assert cli.main(["--course", str(root), "release", "99-nothing"]) == 2
+    err = capsys.readouterr().err
+    assert "99-nothing" in err and "00-warmup" in err
 
 
 @pytest.mark.slow

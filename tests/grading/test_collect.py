@@ -90,6 +90,22 @@ def test_lms_zip_with_odd_names_and_strays(tmp_path: Path) -> None:
     assert (root / "submitted" / "ada" / LAB / LATE_FILE).read_text().strip() == "LATE"
 
 
+def test_zip_archive_is_closed(tmp_path: Path, monkeypatch) -> None:
+    """Is every ZipFile that collecting a zip opens closed again, not left to the garbage collector?"""
+    opened: list[zipfile.ZipFile] = []
+
+    class Tracked(zipfile.ZipFile):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)  # kept alive here, so only an explicit close() closes it
+
+    monkeypatch.setattr(zipfile, "ZipFile", Tracked)
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {f"ada_1_2_{LAB}.ipynb": nbformat.writes(answered())})
+    assert collect(root, archive, [LAB]).pairs == [("ada", LAB)]
+    assert opened and all(zf.fp is None for zf in opened), "a ZipFile was left open"
+
+
 def test_latest_resubmission_wins(tmp_path: Path) -> None:
     """With -1 and -2 (and the original) from one student, is -2 graded and the others listed?"""
     root = make_course(tmp_path / "course")

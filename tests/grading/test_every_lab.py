@@ -7,8 +7,8 @@ import csv
 import shutil
 from pathlib import Path
 
-import pytest
 import nbformat
+import pytest
 from grading_helpers import REPO, answered
 
 from autograder.grading import pipeline, sandbox

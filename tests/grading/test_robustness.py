@@ -9,9 +9,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grading_helpers import LAB, answered, index_of, released, submit, with_cell
 
 from autograder.grading import pipeline
-from grading_helpers import LAB, answered, index_of, released, submit, with_cell
 
 HARD_CODED_RELU = '''
 import torch

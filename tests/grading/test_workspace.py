@@ -181,8 +181,10 @@ def test_only_the_named_lab_is_refreshed(tmp_path: Path, capsys) -> None:
     assert f"updated {OTHER}/{OTHER}.ipynb" in capsys.readouterr().out
     assert (target / LAB / f"{LAB}.ipynb").read_bytes() == mine and other.read_bytes() != other_before
     assert [p.name.split(".")[0] for p in (target / "backups").iterdir()] == [OTHER]
-    with pytest.raises(SystemExit, match=f"99-nothing.*{LAB}, {OTHER}"):
-        cli.main(["--course", str(root), "workspace", str(target), "--lab", "99-nothing"])
+    with pytest.raises(course.UnknownLab, match=f"99-nothing.*{LAB}, {OTHER}"):  # not SystemExit: a library call
+        course.workspace(root, target, ["99-nothing"])
+    assert cli.main(["--course", str(root), "workspace", str(target), "--lab", "99-nothing"]) == 2
+    assert f"99-nothing (labs: {LAB}, {OTHER})" in capsys.readouterr().err
 
 
 def test_make_lab_passes_LAB() -> None:

@@ -113,3 +113,31 @@ def test_layers_called_without_a_cache_still_work():
     y = model.tgt_embed(tgt) + model.pe[:3].to(torch.float64)
     out = model.decoder.layers[0](y, memory, mask, src_mask)
     assert out.shape == (2, 3, 16) and torch.isfinite(out).all()
+
+
+def test_new_cache_has_one_entry_per_decoder_layer_and_starts_empty():
+    """Does model.new_cache() hold, per decoder layer, an appending self-attention cache and a
+    static cross-attention cache, all empty?"""
+    model = _model(6, torch.float32)
+    cache = model.new_cache()
+    assert len(cache.layers) == len(model.decoder.layers) and cache.tokens is None
+    for layer in cache.layers:
+        assert isinstance(layer, ref.LayerCache)
+        assert not layer.self_attn.static and layer.cross_attn.static
+        assert layer.self_attn.k is None and layer.cross_attn.k is None
+
+
+def test_cache_grows_by_one_position_per_step_and_cross_keys_stay():
+    """After three cached steps, does self-attention hold 3 positions and cross-attention the source length,
+    computed once (the same tensor object every step)?"""
+    model = _model(7, torch.float32).eval()
+    src = _sources(2, 5, seed=7)
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    tokens = torch.tensor([[BOS], [BOS]])
+    model.decode(tokens, memory, src_mask, cache)
+    cross_k = cache.layers[0].cross_attn.k
+    for _ in range(2):
+        model.decode(torch.tensor([[4], [5]]), memory, src_mask, cache)
+    assert cache.layers[0].self_attn.k.shape[2] == 3
+    assert cache.layers[0].cross_attn.k is cross_k and cross_k.shape[2] == 5

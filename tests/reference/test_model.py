@@ -69,14 +69,6 @@ def test_fully_padded_source_gives_no_nan():
     assert torch.isfinite(model(src, tgt)).all()
 
 
-def test_fused_kernels_path_equals_hand_written():
-    """Does fused_kernels=True give the same logits as the hand-written attention?"""
-    hand, fused = _model(), _model(fused_kernels=True)
-    fused.load_state_dict(hand.state_dict())
-    src, tgt = _batch()
-    torch.testing.assert_close(fused(src, tgt), hand(src, tgt), atol=1e-10, rtol=1e-10)
-
-
 def test_embeddings_are_scaled_then_positions_added():
     """Is the decoder input emb * sqrt(D) + PE (positions added once)?"""
     model = _model()

@@ -54,7 +54,7 @@ def test_train_step_loss_and_one_update():
     loss = train_step(model, SRC, TGT, opt, sched, 0.1, PAD_ID, clip_norm=None)
     assert isinstance(loss, float)
     assert loss == pytest.approx(expected_loss, rel=1e-5)
-    for (name, p), p0 in zip(model.named_parameters(), before.parameters()):
+    for (name, p), p0 in zip(model.named_parameters(), before.parameters(), strict=True):
         torch.testing.assert_close(p, p0 - 0.1 * p0.grad, msg=lambda m: f"{name}: {m}")
     assert opt.param_groups[0]["lr"] == pytest.approx(0.05)  # the scheduler stepped once
 
@@ -65,7 +65,7 @@ def test_train_step_clips_gradients():
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
     train_step(model, SRC, TGT, opt, None, 0.0, PAD_ID, clip_norm=1e-3)
-    moved = torch.cat([(p.detach() - p0).flatten() for p, p0 in zip(model.parameters(), before)])
+    moved = torch.cat([(p.detach() - p0).flatten() for p, p0 in zip(model.parameters(), before, strict=True)])
     assert moved.norm().item() == pytest.approx(1e-3, rel=1e-3)
 
 
@@ -117,7 +117,7 @@ def test_baseline_matches_ours_with_the_same_weights(norm_first):
 
 def test_baseline_has_no_extra_final_norm():
     """Is there a final LayerNorm after the stacks only for pre-norm, as in our model?"""
-    assert tiny(TorchTransformer).transformer.encoder.norm is None
+    assert tiny(TorchTransformer).encoder.norm is None
     assert tiny(TorchTransformer).decoder.norm is None
     assert tiny(TorchTransformer, norm_first=True).decoder.norm is not None
     assert len(tiny(TorchTransformer, num_layers=3).decoder.layers) == 3

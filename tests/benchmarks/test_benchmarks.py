@@ -1,0 +1,99 @@
+"""Does every script in benchmarks/ still run, and print the lines it promises?
+
+Each benchmark runs with ``--smoke`` (its smallest configuration: seconds, numbers that mean
+nothing) in a process of its own; the test reads what it printed. A new benchmark is picked up
+by the glob and fails here until ``PROMISES`` says which lines it must print.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py"))
+LIMIT = 300  # seconds a smoke run may take on a busy machine (each takes seconds when idle)
+
+NUMBER = r"\d+(?:\.\d+)?"
+
+# benchmark -> regular expressions, each of which must match a whole line of its --smoke output
+PROMISES: dict[str, list[str]] = {
+    "bench_grading.py": [
+        r"grading \d+ notebooks of 00-warmup .*",
+        rf"--jobs 1: {NUMBER} s in all, {NUMBER} s per graded notebook .*",
+        r"identical grades\.csv: True",
+        rf"speed-up of --jobs 2 over --jobs 1: {NUMBER}x",
+        rf"  00-warmup +{NUMBER} s \+ +{NUMBER} s = +{NUMBER} s +score 5 / 5",
+        rf"slowest lab: {NUMBER} s",
+    ],
+    "bench_reference.py": [
+        rf"reference, default \(hand-written\) +{NUMBER} ms/step +ratio to nn\.Transformer {NUMBER}",
+        rf"reference, fused_kernels=True +{NUMBER} ms/step +ratio to nn\.Transformer {NUMBER}",
+        rf"nn\.Transformer +{NUMBER} ms/step +ratio to nn\.Transformer 1\.000",
+    ],
+    "bench_annotated.py": [
+        rf"seed \d+: +{NUMBER} ms/step +exact match +{NUMBER}% +token accuracy +{NUMBER}%",
+        rf"mean of \d+ seed\(s\): {NUMBER} ms/step, exact match {NUMBER}% .*",
+    ],
+    "bench_decode.py": [
+        r".*; tokens identical in every round",
+        r" *max_len +uncached ms +cached ms +uncached/cached",
+        rf" *\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
+    ],
+    "time_to_accuracy.py": [
+        rf"ours +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
+        rf"pytorch +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
+        # with the same initial weights both reach the target at the same step
+        rf"ratio ours/PyTorch: time {NUMBER}, steps 1\.00, time per step {NUMBER} .*",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int | None, str]]:
+    """Every benchmark's --smoke run: (exit status, None if it ran past LIMIT; its output).
+    They all start at once, since much of their time is spent waiting on the processes and
+    kernels they start; each writes to a file, so none blocks on a full pipe."""
+    folder = tmp_path_factory.mktemp("benchmarks")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    started = {}
+    for name in BENCHMARKS:
+        out = (folder / f"{name}.out").open("w")
+        started[name] = (subprocess.Popen([sys.executable, str(REPO / "benchmarks" / name), "--smoke"], cwd=REPO,
+                                          env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT), out)
+    runs = {}
+    for name, (proc, out) in started.items():
+        try:
+            status: int | None = proc.wait(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            status = None
+        out.close()
+        runs[name] = (status, (folder / f"{name}.out").read_text())
+    return runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark_smoke_run_prints_what_it_promises(name: str, smoke_runs) -> None:
+    """Does `python benchmarks/NAME --smoke` finish with status 0 and print every line it promises?"""
+    status, output = smoke_runs[name]
+    shown = f"\n--- output of {name} --smoke ---\n{output[-4000:]}"
+    assert status is not None, f"{name} --smoke ran past {LIMIT} s{shown}"
+    assert status == 0, f"{name} --smoke exited with status {status}{shown}"
+    assert name in PROMISES, (f"{name}: add the lines its --smoke output promises to PROMISES in {__file__} "
+                              f"(for example its ratio line){shown}")
+    lines = output.splitlines()
+    missing = [p for p in PROMISES[name] if not any(re.fullmatch(p, line) for line in lines)]
+    assert not missing, f"{name} --smoke did not print a line matching {missing}{shown}"
+
+
+def test_every_promised_benchmark_exists() -> None:
+    """Does every benchmark named in PROMISES still exist (a renamed one must be renamed here too)?"""
+    assert sorted(set(PROMISES) - set(BENCHMARKS)) == []
