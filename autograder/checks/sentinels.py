@@ -6,7 +6,8 @@ sentinels that raise ``ForbiddenCall`` with a message saying what to build inste
 Both patch the candidate's own namespace too, and undo everything afterwards. They are
 importable from ``core`` as well. ``forbidden`` also swaps the code of a blocked plain
 function for one that refuses, so that the function object itself refuses wherever it was
-captured before the check (a default argument, a closure, a ``functools.partial``, a list).
+captured before the check (a default argument, a closure, a ``functools.partial``, a list),
+and refuses PyTorch's built-in ops among its targets where PyTorch dispatches them.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ _CODES: dict[types.FunctionType, list[types.CodeType]] = {}  # function -> [own 
 # Targets blocked through module attributes only, because allowed code calls their function object
 # while they are forbidden. None so far (every check's right answers and every lab's solutions pass).
 _NO_CODE_SWAP: frozenset[str] = frozenset()
+# PyTorch's ops written in C: refused where PyTorch dispatches them (_RefuseBuiltins), not by code.
+_BUILTIN_KINDS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
 def _refused(key: str, message: str) -> ForbiddenCall:
@@ -173,6 +176,23 @@ class _Patches:
             else:
                 delattr(owner, name)
         self.undo.clear()
+
+
+class _RefuseBuiltins(torch.overrides.TorchFunctionMode):
+    """Refuses PyTorch's built-in ops among the targets however the candidate reaches them: a
+    built-in (``torch.softmax``, ``torch.Tensor.softmax``) has no Python code to swap, so one
+    captured before the check (``_f=torch.softmax``) is caught where PyTorch dispatches it."""
+
+    def __init__(self, blocked: dict[int, tuple[Any, _Sentinel]]) -> None:
+        super().__init__()
+        self.blocked = blocked  # id of the built-in -> (the built-in, kept alive; its sentinel)
+
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        entry = self.blocked.get(id(func))
+        if entry is not None and entry[0] is func:
+            entry[1]()  # records the hit and raises
+        return func(*args, **(kwargs or {}))
 
 
 def _refuse_forbidden_candidate(candidate: Any, targets: Sequence[str], instead: str) -> None:
@@ -272,6 +292,7 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     _refuse_forbidden_candidate(candidate, targets, instead)
     hits: list[str] = []
     patches = _Patches()
+    builtins: dict[int, tuple[Any, _Sentinel]] = {}
     try:
         expanded, blocked = _expand_classes(targets)
         sentinels = []
@@ -291,11 +312,14 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
                 inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
                 if inner is not function and isinstance(inner, types.FunctionType):
                     patches.swap_code(inner, sentinel)
+            elif path.startswith("torch.") and isinstance(original, _BUILTIN_KINDS):
+                builtins[id(original)] = (original, sentinel)
         classes = _rebind_candidate_names(patches, candidate, sentinels)
         if isinstance(candidate, type):
             classes.update(candidate.__mro__)
         _block_stale_classes(patches, classes, blocked, instead, hits)
-        yield
+        with _RefuseBuiltins(builtins) if builtins else contextlib.nullcontext():
+            yield
     finally:
         patches.restore()
     if hits:

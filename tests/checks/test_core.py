@@ -320,3 +320,29 @@ def test_a_reference_class_captured_before_the_check_is_refused(fails) -> None:
 
     fails(run, error=ForbiddenCall, said="reference implementation")
     assert candidate(torch.ones(2, 4)).shape == (2, 4)
+
+
+def test_a_pytorch_builtin_captured_before_the_check_is_refused(fails) -> None:
+    """Is one of PyTorch's built-in ops (C code, nothing to swap) refused when the candidate captured
+    it before the check, as a function (`torch.softmax`), a method (`torch.Tensor.softmax`) or
+    `F.scaled_dot_product_attention`, and does it work again after the block?"""
+    import torch.nn.functional as F
+
+    def as_function(x, _f=torch.softmax):
+        return _f(x, -1)
+
+    def as_method(x, _f=torch.Tensor.softmax):
+        return _f(x, -1)
+
+    def fused(x, _f=F.scaled_dot_product_attention):
+        return _f(x, x, x)
+
+    def run(candidate, target):
+        with forbidden(candidate, [target], instead="Build it yourself."):
+            candidate(torch.ones(1, 2, 3))
+
+    for candidate, target in [(as_function, "torch.softmax"), (as_method, "torch.Tensor.softmax"),
+                              (fused, "torch.nn.functional.scaled_dot_product_attention")]:
+        message = fails(run, candidate, target, error=ForbiddenCall, said="Build it yourself.")
+        assert f"`{target}`" in message
+    assert as_function(torch.zeros(2)).tolist() == [0.5, 0.5]
