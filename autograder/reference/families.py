@@ -24,7 +24,7 @@ from autograder.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from autograder.reference.generate import sample_next
 from autograder.reference.layers import Encoder
 from autograder.reference.masks import decoder_self_attention_mask, padding_mask
-from autograder.reference.model import Embeddings
+from autograder.reference.model import Embeddings, with_positions, xavier_init
 from autograder.reference.positional import sinusoidal_encoding
 
 
@@ -57,9 +57,7 @@ class _OneStack(nn.Module):
         self.blocks = Encoder(num_layers=c.num_layers, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff,
                               dropout=c.dropout, norm_first=c.norm_first)  # final LayerNorm only for pre-norm
         self.unembed = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_u of Formal Algorithms
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        xavier_init(self)
         if c.tie_embeddings:
             self.unembed.weight = self.embed.embedding.weight
 
@@ -71,10 +69,7 @@ class _OneStack(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """``(B, L)`` ids -> logits ``(B, L, V)``."""
-        length = tokens.size(1)
-        if length > self.config.max_len:
-            raise ValueError(f"sequence of length {length} is longer than max_len={self.config.max_len}")
-        x = self.dropout(self.embed(tokens) + self.pe[:length].to(self.embed.embedding.weight.dtype))  # (B, L, D)
+        x = self.dropout(with_positions(self.embed(tokens), self.pe))  # (B, L, D)
         return self.unembed(self.blocks(x, self.mask(tokens)))  # (B, L, V)
 
 

@@ -35,6 +35,21 @@ class TransformerConfig:
                                  # F.layer_norm) instead of the hand-written math: same result, faster
 
 
+def xavier_init(module: nn.Module) -> None:
+    """Xavier-uniform initialisation of every weight matrix of ``module`` (biases and gains as built)."""
+    for p in module.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+
+
+def with_positions(x: Tensor, pe: Tensor, start: int = 0) -> Tensor:
+    """``x (B, L, D)`` plus rows ``start .. start + L - 1`` of the positional table ``pe (max_len, D)``."""
+    end = start + x.size(1)
+    if end > pe.size(0):
+        raise ValueError(f"sequence of length {end} is longer than max_len={pe.size(0)}")
+    return x + pe[start:end].to(x.dtype)
+
+
 class Embeddings(nn.Module):
     """Token lookup scaled by sqrt(D) (Vaswani et al., section 3.4); positions are added later.
 
@@ -71,9 +86,7 @@ class EncoderDecoder(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
         self.encoder, self.decoder = self.build_stacks(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        xavier_init(self)
         if c.tie_embeddings:
             self.generator.weight = self.tgt_embed.embedding.weight
 
@@ -91,10 +104,7 @@ class EncoderDecoder(nn.Module):
         return DecoderCache.empty(self.config.num_layers)
 
     def _positions(self, x: Tensor, start: int = 0) -> Tensor:
-        end = start + x.size(1)
-        if end > self.config.max_len:
-            raise ValueError(f"sequence of length {end} is longer than max_len={self.config.max_len}")
-        return self.dropout(x + self.pe[start:end].to(x.dtype))
+        return self.dropout(with_positions(x, self.pe, start))
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """``(B, S)`` ids -> ``(memory (B, S, D), src_mask (B, 1, 1, S))``."""
