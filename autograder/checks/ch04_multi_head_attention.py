@@ -21,9 +21,9 @@ from autograder.checks.core import (
     expect_shape,
     fail,
     forbidden,
-    load_reference_weights,
     random_tensor,
 )
+from autograder.checks.weights import load_reference_weights
 from autograder.reference.interop import torch_mha_from
 
 _SPLIT_OPS = ["autograder.reference.split_heads"]

@@ -28,11 +28,11 @@ from autograder.checks.core import (
     expect_close,
     forbidden,
     generator,
-    load_reference_weights,
     random_tensor,
     seeded,
 )
 from autograder.checks.dropout import expect_dropout
+from autograder.checks.weights import load_reference_weights
 from autograder.reference.interop import torch_layer_from
 from autograder.reference.norms import layer_norm as _reference_layer_norm
 

@@ -26,11 +26,11 @@ from autograder.checks.core import (
     fail,
     forbidden,
     generator,
-    load_reference_weights,
     seeded,
 )
 from autograder.checks.doubles import ScriptedModel
 from autograder.checks.dropout import expect_dropout
+from autograder.checks.weights import load_reference_weights
 from autograder.data import BOS_ID, EOS_ID, PAD_ID
 
 _TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}

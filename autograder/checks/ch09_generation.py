@@ -25,11 +25,11 @@ from autograder.checks.core import (
     fail,
     forbidden,
     generator,
-    load_reference_weights,
     padded_targets,
     random_tensor,
     seeded,
 )
+from autograder.checks.weights import load_reference_weights
 from autograder.reference import families, generate
 
 PAD = 0
@@ -170,6 +170,9 @@ def _nll(logits: Tensor, targets: Tensor, keep: Tensor, reduce: str = "mean", na
         return per.mean()
     if reduce == "sum":
         return (per * keep).sum()
+    if reduce == "rows":  # a mean per row, then the mean of the rows that have a target
+        per_row = (per * keep).sum(-1) / keep.sum(-1).clamp(min=1)
+        return per_row[keep.any(-1)].mean()
     return (per * keep).sum() / keep.sum().clamp(min=1)
 
 
@@ -184,6 +187,8 @@ def _loss_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
         "padding counted in the mean (divide by the number of non-pad targets)": lambda: _nll(lg, tg, keep, "numel"),
         "padding positions' losses counted in the mean": lambda: _nll(lg, tg, keep, "all"),
         "summed over tokens instead of averaged": lambda: _nll(lg, tg, keep, "sum"),
+        "averaged per row, then over the rows: every non-pad target of the batch counts once, so a row with "
+        "more targets weighs more (sum over all of them, divide by their number)": lambda: _nll(lg, tg, keep, "rows"),
         "log of softmax underflows to log(0) = -inf for large logits: use log_softmax":
             lambda: _nll(lg, tg, keep, naive=True),
     }
@@ -191,13 +196,15 @@ def _loss_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
 
 @check
 def check_next_token_loss(next_token_loss, seed: int = 0) -> None:
-    """``next_token_loss(logits, tokens, pad_id)``: padded rows, a row that is all padding after
-    its first token, a pad id other than 0, huge logits, float64, and its gradient."""
+    """``next_token_loss(logits, tokens, pad_id)``: padded rows of different lengths (the mean is
+    over every non-pad target of the batch), a row that is all padding after its first token, a
+    pad id other than 0, huge logits, float64, and its gradient."""
     cases = [((2, 6, 7), 0, torch.float32, 1.0, [6, 3]), ((3, 5, 9), 0, torch.float64, 2.0, [5, 2, 1]),
              ((2, 2, 5), 0, torch.float32, 1.0, [2, 1]), ((2, 6, 8), 3, torch.float32, 1.0, [6, 4]),
              ((2, 4, 6), 0, torch.float32, 100.0, [4, 3])]
-    forbid = ["torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss",
-              "torch.nn.CrossEntropyLoss.forward", "torch.nn.NLLLoss.forward",
+    # F.cross_entropy is the exercise; F.nll_loss on one's own log_softmax is allowed, as in lab 8. (Where
+    # PyTorch dispatches it, cross_entropy is log_softmax then nll_loss: only the function can be refused.)
+    forbid = ["torch.nn.functional.cross_entropy", "torch.nn.CrossEntropyLoss.forward",
               "autograder.reference.families.next_token_loss", "autograder.reference.families.masked_token_loss",
               "autograder.reference.families._mean_nll", "autograder.reference.loss.label_smoothed_loss"]
     for i, (shape, pad, dtype, scale, lengths) in enumerate(cases):
@@ -209,7 +216,8 @@ def check_next_token_loss(next_token_loss, seed: int = 0) -> None:
         expected = families.next_token_loss(leaf, tokens, pad)
         expected.backward()
         with forbidden(next_token_loss, forbid, instead="Shift (logits[:, :-1] against tokens[:, 1:]), take "
-                       "log_softmax, gather the targets' log-probabilities, average over non-pad targets."):
+                       "log_softmax, gather the targets' log-probabilities (or F.nll_loss on them), average over "
+                       "the non-pad targets."):
             mine = logits.clone().requires_grad_()
             found = call(next_token_loss, mine, tokens.clone(), pad, what=what)
         expect_close(what, found, expected.detach(), atol=1e-5, rtol=1e-5, check_dtype=False,

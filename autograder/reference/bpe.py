@@ -59,9 +59,35 @@ def unicode_to_bytes() -> dict[str, int]:
 _BYTE_TO_CHAR, _CHAR_TO_BYTE = bytes_to_unicode(), unicode_to_bytes()  # ours: callers may change theirs
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(text: object) -> str:
+    """``text`` itself, if it is a valid Unicode string: one that has UTF-8 bytes.
+
+    A Python ``str`` may hold a lone surrogate (U+D800..U+DFFF: "\\ud800", or the two halves of
+    a UTF-16 pair written as two code points), which is not a character and has no UTF-8
+    bytes; byte-level BPE cannot encode it, so it is refused here, by its position.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    lone = _SURROGATE.search(text)
+    if lone is not None:
+        i = lone.start()
+        raise ValueError(f"text holds a lone surrogate, U+{ord(text[i]):04X}, at position {i}: it is not a Unicode "
+                         "character and has no UTF-8 bytes, so byte-level BPE cannot encode it (a character beyond "
+                         "U+FFFF is one code point in Python, '\\U0001f600', not a pair '\\ud83d\\ude00')")
+    return text
+
+
 def to_byte_level(text: str) -> str:
     """``text``'s UTF-8 bytes, one character each: "é" -> "Ã©", " a" -> "Ġa"."""
-    return "".join(_BYTE_TO_CHAR[b] for b in text.encode("utf-8"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        _valid_unicode(text)  # says which position holds the lone surrogate
+        raise
+    return "".join(_BYTE_TO_CHAR[b] for b in data)
 
 
 # ----------------------------------------------------------------------------- pre-tokenization
@@ -117,7 +143,7 @@ def pre_tokenize(text: str) -> list[str]:
         >>> pre_tokenize("Hello  world's")
         ['Hello', 'Ġ', 'Ġworld', "'s"]
     """
-    return [to_byte_level(word) for word in split_words(text)]
+    return [to_byte_level(word) for word in split_words(_valid_unicode(text))]  # a lone surrogate: its place in text
 
 
 # ----------------------------------------------------------------------------- training
@@ -146,8 +172,7 @@ def _first_tokens(special_tokens: Sequence[str]) -> list[str]:
 
 
 def _check_inputs(text: object, vocab_size: object, special_tokens: Sequence[str], min_frequency: object) -> None:
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    _valid_unicode(text)
     if isinstance(special_tokens, str) or any(not isinstance(s, str) or not s for s in special_tokens):
         raise ValueError(f"special_tokens must be a sequence of non-empty strings, got {special_tokens!r}")
     least = len(_first_tokens(special_tokens))
@@ -264,8 +289,7 @@ def bpe_encode(text: str, vocab: Mapping[str, int], merges: Sequence[Sequence[st
         vocab: ``{token: id}``, as ``build_vocab`` makes it; merges: in order of rank.
         special_tokens: strings that become their own id wherever they occur in ``text``.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    _valid_unicode(text)  # a lone surrogate is refused by its position in the whole text
     rank = {(a, b): r for r, (a, b) in enumerate(merges)}
     done: dict[str, list[int]] = {}  # words repeat: merge each distinct word once
     ids = []

@@ -44,6 +44,27 @@ class EmbeddingsFunctional(Embeddings):
         return F.embedding(tokens, self.embedding.weight).mul(torch.tensor(float(self.d_model)).sqrt())
 
 
+class EmbeddingsScaleBuffer(nn.Module):
+    """The scale kept in a persistent buffer: saved in state_dict beside embedding.weight."""
+
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.register_buffer("scale", torch.tensor(math.sqrt(d_model)))
+
+    def forward(self, tokens):
+        return self.embedding(tokens) * self.scale
+
+
+class EmbeddingsScaleParameter(EmbeddingsScaleBuffer):
+    """The scale made a parameter: one the reference does not have (and training would change it)."""
+
+    def __init__(self, vocab_size, d_model):
+        super().__init__(vocab_size, d_model)
+        del self.scale
+        self.scale = nn.Parameter(torch.tensor(math.sqrt(d_model)))
+
+
 class EmbeddingsUnscaled(Embeddings):
     def forward(self, tokens):
         return self.embedding(tokens)
@@ -73,9 +94,10 @@ class EmbeddingsReusingReference(reference.Embeddings):
     pass
 
 
-@pytest.mark.parametrize("candidate", [Embeddings, EmbeddingsOneHot, EmbeddingsFunctional])
+@pytest.mark.parametrize("candidate", [Embeddings, EmbeddingsOneHot, EmbeddingsFunctional, EmbeddingsScaleBuffer])
 def test_embeddings_right_answers_pass(candidate):
-    """Do a lookup, a one-hot matmul and F.embedding, each times sqrt(D), pass for several seeds?"""
+    """Do a lookup, a one-hot matmul, F.embedding, each times sqrt(D), and a lookup times a scale
+    kept in a persistent buffer pass for several seeds?"""
     for seed in (0, 1, 2):
         check_embeddings(candidate, seed=seed)
 
@@ -85,6 +107,7 @@ def test_embeddings_right_answers_pass(candidate):
     (EmbeddingsDivided, "divided by sqrt(d_model)"),
     (EmbeddingsWithPositions, "positional encodings added inside Embeddings"),
     (EmbeddingsOtherName, "missing ['embedding.weight']"),
+    (EmbeddingsScaleParameter, "unexpected ['scale']"),
 ])
 def test_embeddings_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the embedding fail with a message naming it?"""
@@ -158,6 +181,21 @@ class EncoderDecoderNoBuffer(EncoderDecoder):
         return self.encoder(self.embed(self.src_embed, src), mask), mask
 
 
+class EncoderDecoderBuffers(EncoderDecoder):
+    """Embeddings whose scale is a persistent buffer, and a positional table saved in state_dict
+    (registered without persistent=False): buffers the reference does not have, both valid."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        c = config
+        self.src_embed = EmbeddingsScaleBuffer(c.src_vocab_size, c.d_model)
+        self.tgt_embed = EmbeddingsScaleBuffer(c.tgt_vocab_size, c.d_model)
+        if c.tie_embeddings:
+            self.generator.weight = self.tgt_embed.embedding.weight
+        del self.pe
+        self.register_buffer("pe", reference.sinusoidal_encoding(c.max_len, c.d_model))
+
+
 class EncoderDecoderUnscaled(EncoderDecoder):
     scale = False
 
@@ -200,10 +238,11 @@ class EncoderDecoderFunctionalDropout(EncoderDecoder):
         return F.dropout(x + self.pe[: tokens.size(1)].to(x.dtype), self.config.dropout, self.training)
 
 
-@pytest.mark.parametrize("candidate", [EncoderDecoder, EncoderDecoderNoBuffer, EncoderDecoderFunctionalDropout])
+@pytest.mark.parametrize("candidate", [EncoderDecoder, EncoderDecoderNoBuffer, EncoderDecoderFunctionalDropout,
+                                       EncoderDecoderBuffers])
 def test_encoder_decoder_right_answers_pass(candidate):
-    """Do three assemblies (a positional buffer, positions on the fly, F.dropout) pass for two
-    seeds, in eval and in training mode?"""
+    """Do four assemblies (a positional buffer, positions on the fly, F.dropout, persistent buffers
+    in the embeddings and for the positions) pass for two seeds, in eval and in training mode?"""
     for seed in (0, 1):
         check_encoder_decoder(candidate, seed=seed)
 
@@ -549,20 +588,6 @@ def test_loss_whose_backward_raises_fails_the_check(fails):
     """Does an error raised by the candidate's backward pass fail the check, showing the
     error, instead of crashing it?"""
     fails(check_label_smoothed_loss, loss_broken_backward, said="my backward is broken")
-
-
-class EncoderDecoderPersistentPe(EncoderDecoder):
-    def __init__(self, config):
-        super().__init__(config)
-        del self.pe
-        self.register_buffer("pe", reference.sinusoidal_encoding(config.max_len, config.d_model))
-
-
-def test_encoder_decoder_persistent_pe_is_told_persistent_false(fails):
-    """Is a positional table saved in state_dict told to register it with persistent=False,
-    without a list of every parameter name?"""
-    message = fails(check_encoder_decoder, EncoderDecoderPersistentPe, said="persistent=False")
-    assert "encoder.layers.0" not in message
 
 
 @pytest.mark.parametrize("candidate, mistake", [

@@ -218,13 +218,14 @@ def test_filter_wrong_answers_fail_by_name(flags, words):
 
 # ----------------------------------------------------------------------------- DecoderOnly
 
-def _make_lm(causal=True, pad=True, scale=True, tie=True):
+def _make_lm(causal=True, pad=True, scale=True, tie=True, persistent_pe=False):
     class DecoderOnly(nn.Module):
         def __init__(self, config):
             super().__init__()
             self.config = config
             self.embed = reference.Embeddings(config.vocab_size, config.d_model)
-            self.register_buffer("pe", reference.sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
+            self.register_buffer("pe", reference.sinusoidal_encoding(config.max_len, config.d_model),
+                                 persistent=persistent_pe)
             self.blocks = reference.Encoder(num_layers=config.num_layers, d_model=config.d_model,
                                             num_heads=config.num_heads, d_ff=config.d_ff, dropout=config.dropout,
                                             norm_first=config.norm_first)
@@ -286,9 +287,10 @@ class DecoderOnlyTorchStack(nn.Module):
         self.blocks = nn.TransformerEncoder(layer, config.num_layers)
 
 
-@pytest.mark.parametrize("candidate", [_make_lm(), DecoderOnlyOwnStack])
+@pytest.mark.parametrize("candidate", [_make_lm(), _make_lm(persistent_pe=True), DecoderOnlyOwnStack])
 def test_decoder_only_right_answers_pass(candidate):
-    """Do a model built on the course's Encoder and one looping over EncoderLayers pass?"""
+    """Do a model built on the course's Encoder, the same with its positional table saved in
+    state_dict (a buffer the reference does not have), and one looping over EncoderLayers pass?"""
     for seed in (0, 1):
         check_decoder_only(candidate, seed=seed)
 
@@ -328,6 +330,8 @@ def _make_loss(shift=1, reduce="mean", naive=False):
             return (nll * keep).sum() / nll.numel()
         if reduce == "sum":
             return (nll * keep).sum()
+        if reduce == "rows":
+            return ((nll * keep).sum(1) / keep.sum(1).clamp(min=1))[keep.sum(1) > 0].mean()
         return (nll * keep).sum() / keep.sum()
     return next_token_loss
 
@@ -340,13 +344,26 @@ def loss_logsumexp(logits, tokens, pad_id):
     return (lg.logsumexp(-1) - picked)[keep].mean()
 
 
+def loss_nll(logits, tokens, pad_id):
+    """F.nll_loss on F.log_softmax, as lab 8 allows: the text blocks only F.cross_entropy."""
+    logp = F.log_softmax(logits[:, :-1], dim=-1)
+    return F.nll_loss(logp.flatten(0, 1), tokens[:, 1:].flatten(), ignore_index=pad_id)
+
+
+def loss_nll_module(logits, tokens, pad_id):
+    """nn.NLLLoss, the module, on log_softmax laid out (B, V, L - 1)."""
+    return nn.NLLLoss(ignore_index=pad_id)(logits[:, :-1].log_softmax(-1).transpose(1, 2), tokens[:, 1:])
+
+
 def loss_cross_entropy(logits, tokens, pad_id):
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten(), ignore_index=pad_id)
 
 
-@pytest.mark.parametrize("candidate", [_make_loss(), loss_logsumexp, as_student(families.next_token_loss)])
+@pytest.mark.parametrize("candidate", [_make_loss(), loss_logsumexp, loss_nll, loss_nll_module,
+                                       as_student(families.next_token_loss)])
 def test_next_token_loss_right_answers_pass(candidate):
-    """Do log_softmax + gather, logsumexp with one-hot picks, and the reference's code pass?"""
+    """Do log_softmax + gather, logsumexp with one-hot picks, F.nll_loss or nn.NLLLoss on log_softmax,
+    and the reference's code pass?"""
     for seed in (0, 1):
         check_next_token_loss(candidate, seed=seed)
 
@@ -356,6 +373,7 @@ def test_next_token_loss_right_answers_pass(candidate):
     (dict(shift=-1), "shifted the wrong way"),
     (dict(reduce="numel"), "padding counted in the mean"),
     (dict(reduce="sum"), "summed over tokens"),
+    (dict(reduce="rows"), "averaged per row, then over the rows"),
     (dict(naive=True), "use log_softmax"),
 ])
 def test_next_token_loss_wrong_answers_fail_by_name(flags, words):

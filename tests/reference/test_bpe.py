@@ -216,6 +216,21 @@ def test_round_trip_on_random_strings():
         assert tok.decode(tok.encode(s)) == s
 
 
+def test_round_trip_of_every_valid_string_and_lone_surrogates_refused_by_position():
+    """Does decode(encode(s)) give back every valid Unicode string (the edges of the code space
+    included), while a lone surrogate, which has no UTF-8 bytes, is refused naming its position
+    in the whole text, by encode, training and pre-tokenization alike?"""
+    tok = BPETokenizer.train(ENGLISH + KOREAN, 400)
+    for s in ["\x00", "\x7f\x80", "\ud7ff\ue000", "\ufeffBOM", "\uffff\ufffe", "\U00010000\U0010ffff", "e\u0301",
+              "😀 👍🏽", "\ufffd"]:
+        assert tok.decode(tok.encode(s)) == s, repr(s)
+    for text, position in [("ok \ud800", 3), ("abc \udfff tail", 4), ("x\ud83d\ude00", 1), ("<bos>\udc80<eos>", 5)]:
+        for call, args in [(tok.encode, (text,)), (train_bpe, (text, 300)), (pre_tokenize, (text,))]:
+            with pytest.raises(ValueError, match=f"lone surrogate, U\\+{ord(text[position]):04X}, at position "
+                                                 f"{position}:"):
+                call(*args)
+
+
 def test_special_ids_match_the_data_package():
     """Are <pad>, <bos>, <eos> the ids 0, 1, 2 of autograder.data, and <mask> 3?"""
     vocab = BPETokenizer([]).vocab
