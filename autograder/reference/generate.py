@@ -25,8 +25,9 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
 
     |y| counts the generated tokens, EOS included, BOS not. A hypothesis is ranked by
     ``log P(y) / lp(y)``: alpha = 0 ranks by the plain sum of log-probabilities (which
-    favours short outputs, since every token adds a negative term); alpha = 1 is close to
-    dividing by the length.
+    favours short outputs, since every token adds a negative term); a larger alpha helps
+    longer outputs more. Even alpha = 1 is no mean per token: lp = (5 + |y|) / 6 is 2.5 at
+    |y| = 10, not 10.
     """
     return ((5.0 + lengths) / 6.0) ** alpha
 
