@@ -40,6 +40,11 @@ PROMISES: dict[str, list[str]] = {
         rf"seed \d+: +{NUMBER} ms/step +exact match +{NUMBER}% +token accuracy +{NUMBER}%",
         rf"mean of \d+ seed\(s\): {NUMBER} ms/step, exact match {NUMBER}% .*",
     ],
+    "bench_bpe.py": [
+        r"corpus: the course's lectures, [\d,]+ characters; tokenizers on \d+ thread\(s\); same merges: True",
+        r" *vocab_size +ours s +tokenizers s +ours/tokenizers",
+        rf" *\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
+    ],
     "bench_decode.py": [
         r".*; tokens identical in every round",
         r" *max_len +uncached ms +cached ms +uncached/cached",
