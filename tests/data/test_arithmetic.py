@@ -6,20 +6,21 @@ from autograder.data import make_task
 
 
 def _numbers(task, pair):
-    src = task.src_vocab.decode(pair[0])
-    plus = src.index("+")
-    a, b = "".join(src[:plus])[::-1], "".join(src[plus + 1:])[::-1]
-    return int(a), int(b), int("".join(task.tgt_vocab.decode(pair[1]))[::-1]), len(a), len(b)
+    """(a, b, sum, width of a, width of b, width of the sum) read back from a pair."""
+    src, tgt = task.src_vocab.decode(pair[0]), task.tgt_vocab.decode(pair[1])
+    a, b = "".join(src[0::2])[::-1], "".join(src[1::2])[::-1]  # interleaved, least significant first
+    return int(a), int(b), int("".join(tgt)[::-1]), len(a), len(b), len(tgt)
 
 
 def test_targets_are_the_sums_written_from_the_low_digit():
-    """Is every target the sum of the two source numbers, least significant digit first, with numbers of
-    the stated lengths and no leading zero?"""
+    """Is every target the sum of the two interleaved source numbers, least significant digit first, both
+    numbers of one width W in the stated range and the sum of W + 1 digits?"""
     task = make_task("add", num_train=300, num_valid=20, num_test=20, seed=1, min_digits=2, max_digits=6)
+    src, tgt = task.train[0]
+    assert len(src) % 2 == 1, "the digits of two numbers of one width, then EOS"
     for pair in task.train + task.valid + task.test:
-        a, b, total, la, lb = _numbers(task, pair)
-        assert a + b == total and 2 <= la <= 6 and 2 <= lb <= 6
-        assert str(a)[0] != "0" and str(b)[0] != "0"
+        a, b, total, la, lb, ls = _numbers(task, pair)
+        assert a + b == total and 2 <= la == lb <= 6 and ls == la + 1
 
 
 def test_full_task_is_64_to_256_tokens_long_and_deterministic():
@@ -27,7 +28,7 @@ def test_full_task_is_64_to_256_tokens_long_and_deterministic():
     and other pairs for another seed?"""
     task = make_task("add", num_train=200, num_valid=10, num_test=10, seed=0)
     lengths = [len(s) for s, _ in task.train]
-    assert 64 <= min(lengths) and max(lengths) <= 256 and max(lengths) > 200
+    assert 64 <= min(lengths) and max(lengths) <= 256 and max(lengths) > 200 and min(lengths) < 100
     assert make_task("add", num_train=200, num_valid=10, num_test=10, seed=0).train == task.train
     assert make_task("add", num_train=200, num_valid=10, num_test=10, seed=1).train != task.train
 
@@ -35,7 +36,7 @@ def test_full_task_is_64_to_256_tokens_long_and_deterministic():
 def test_carries_ripple_in_some_examples():
     """Does the task hold sums whose length exceeds both numbers' (a carry out of the top digit)?"""
     task = make_task("add", num_train=200, num_valid=0, num_test=0, seed=0, min_digits=3, max_digits=5)
-    assert any(len(str(t)) > max(la, lb) for _, _, t, la, lb in (_numbers(task, p) for p in task.train))
+    assert any(len(str(t)) > la for _, _, t, la, _, _ in (_numbers(task, p) for p in task.train))
 
 
 def test_bad_options_are_refused():

@@ -3,9 +3,9 @@
 On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated) and the body
 of the CUDA graph run eagerly (padding to buckets, Adam with a tensor learning rate, the schedule
 computed on the device) give the losses of chapter 8's eager ``train_step``. TOLERANCE: within
-1e-5 over 8 steps; measured 0 to 5e-7 (torch 2.13, CPU), float rounding from a different order
-of operations (padding changes the length of the reductions). Inductor (it generates C++, about
-20 s for this tiny model on 2 cores) runs only in a slow test. The graph itself needs CUDA.
+1e-5 over 8 steps; measured 2.4e-7 for both (torch 2.13, CPU): float rounding from another order
+of operations (padding lengthens the reductions). Inductor (it generates C++, about 20 s for
+this tiny model on 2 cores) runs only in a slow test. The graph itself needs CUDA.
 """
 
 import pytest
@@ -101,7 +101,7 @@ def test_cuda_graph_step_equals_eager_on_cuda():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
-def test_cuda_graph_checkpoint_resumes(tmp_path):
+def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
     """Does a graphed run's checkpoint (tensor learning rate, capturable Adam) resume, graphed and eager?"""
     config = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
     task = make_task("reverse", **TASK)

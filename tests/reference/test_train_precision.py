@@ -72,7 +72,8 @@ def test_saved_device_and_amp_on_a_simulated_cuda_machine(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(device, "best_device", lambda: torch.device("cpu"))
     assert checkpoint.saved_device({"device_type": "cuda"}).type == "cpu"
-    assert checkpoint.saved_amp({"precision": "bf16"}) == "bf16" and checkpoint.saved_amp({"precision": "fp32"}) == "none"
+    assert checkpoint.saved_amp({"precision": "bf16"}) == "bf16"
+    assert checkpoint.saved_amp({"precision": "fp32"}) == "none"
     assert checkpoint.saved_amp({}) is None  # an older checkpoint: the recipe's amp decides
     changes = checkpoint.warn_if_changed({"device_type": "cuda", "precision": "bf16"}, "cuda", "bf16")
     assert changes == []
