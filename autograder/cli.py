@@ -209,6 +209,9 @@ def _train(args: argparse.Namespace) -> int:
         f"({dtype or torch.float32}); batch {config.batch_size} over {world} process(es); "
         f"{'from step ' + str(state['step']) if state else 'from scratch'} to step {config.steps}")
 
+    if config.cuda_graph and device.type != "cuda":
+        say(f"--cuda-graph: a graph needs CUDA; on {device.type} the same step runs eagerly", file=sys.stderr)
+
     def report(step: int, m: dict) -> None:
         from tqdm import tqdm
 

@@ -48,7 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    default=["eager", "compiled", "graphed"], help="ways to run the course's step")
     p.add_argument("--amp", nargs="+", choices=["none", "bf16"], default=None,
                    help="precisions (default: none and bf16 on CUDA, none elsewhere)")
-    p.add_argument("--reps", type=int, default=20, help="timed steps per case; the median is reported")
+    p.add_argument("--reps", type=int, default=None,
+                   help="timed steps per case, the median reported (default: 20 on CUDA, 3 elsewhere)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (a graph is captured in them)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's choice)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     amps = args.amp or (["none", "bf16"] if device.type == "cuda" else ["none"])
+    args.reps = args.reps or (20 if device.type == "cuda" else 3)  # a base-size step takes seconds on a CPU
     if args.smoke:
         SIZES["small"] = (dict(d_model=16, num_heads=2, num_layers=1, d_ff=32), 4, 6)
         args.sizes, args.reps, args.warmup, amps, args.threads = ["small"], 2, 1, ["none"], 1
