@@ -8,7 +8,7 @@ SUBMISSIONS ?= submitted
 # chapter 8's recipe; the flags not given take the chapter's values (python -m autograder train --help)
 TRAIN_ARGS ?= --task dates --steps 400 --batch-size 64 --seed 0 --out checkpoints/dates.pt
 
-.PHONY: help venv book serve lint test test-fast release lab grade train bench clean
+.PHONY: help venv book serve lint test test-fast test-gpu release lab grade train bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -38,6 +38,10 @@ test: lint  ## lint and types, then the whole test suite
 
 test-fast: $(STAMP)  ## the test suite without the slow tests
 	$(BIN)/python -m pytest -m "not slow"
+
+test-gpu: $(STAMP)  ## the CUDA-only tests (graphed and compiled training steps; names end in on_cuda): needs a CUDA GPU
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu: no CUDA GPU is visible')"
+	$(BIN)/python -m pytest tests/reference -k on_cuda -rs
 
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder release

@@ -97,13 +97,15 @@ TRAIN_RECIPE = dict(num_train=10_000, num_valid=200, num_test=500, data_seed=0, 
 
 
 def _train_parser(sub) -> None:
+    from autograder.reference.train import AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
+
     train = sub.add_parser(
         "train", help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
         description="Train the chapter 8 model with its recipe (autograder.reference.train), print the held-out "
                     "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
                     "-m autograder train ... (data parallel; each process takes its share of the batch).")
     a = train.add_argument
-    a("--task", default=None, help="task of autograder.data.make_task: copy, reverse or dates (default: dates)")
+    a("--task", default=None, help="task of autograder.data.make_task: copy, reverse, dates or add (default: dates)")
     a("--steps", type=int, default=400, help="optimizer steps in all; a resumed run goes on up to this step")
     a("--batch-size", type=int, default=None, help="pairs per step in all processes together (default: 64)")
     a("--seed", type=int, default=None, help="seed of the weights, dropout and batch order (default: 0)")
@@ -113,9 +115,19 @@ def _train_parser(sub) -> None:
     a("--resume", type=Path, default=None, metavar="PATH",
       help="go on from this checkpoint: model, recipe and data come from it; --steps is the total")
     a("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
-      help="where to train; auto: cuda, then mps, then cpu (default: auto)")
+      help="where to train; auto: with --resume the checkpoint's device type, else cuda, then mps, then cpu "
+           "(default: auto)")
     a("--amp", choices=["none", "bf16", "fp16", "auto"], default=None,
-      help="mixed precision: bf16, fp16 (with a GradScaler), none, or auto = bf16/fp16 on CUDA only (default: auto)")
+      help="mixed precision: bf16, fp16 (with a GradScaler), none, or auto = bf16 on CUDA for a captured step "
+           f"of a model at least {AUTO_LOW_PRECISION_MIN_D_MODEL} wide, else float32 (default: with --resume the "
+           "checkpoint's precision, else auto)")
+    a("--compile", nargs="?", const="inductor", default=TrainConfig.compile, metavar="BACKEND",
+      help="torch.compile the model (BACKEND: inductor, the default, or aot_eager); on CUDA inductor replays "
+           "its kernels as CUDA graphs (default: eager)")
+    a("--cuda-graph", action=argparse.BooleanOptionalAction, default=TrainConfig.cuda_graph,
+      help="capture the whole step (forward, loss, backward, clipping, Adam, the schedule) as a CUDA graph "
+           f"and replay it; batches padded to lengths that are multiples of {TrainConfig.bucket} "
+           f"(CUDA, one process, not fp16; default: {'on' if TrainConfig.cuda_graph else 'off'})")
     a("--eval-every", type=int, default=100, help="steps between validation checks (0: none; default: 100)")
     a("--eval-size", type=int, default=200, help="validation pairs per check (default: 200)")
     a("--save-every", type=int, default=0, help="steps between checkpoints (0: only at the end; default: 0)")
@@ -150,10 +162,14 @@ def _train(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = distributed.setup(best_device() if args.device == "auto" else torch.device(args.device))
+    state = checkpoint.load(args.resume) if args.resume is not None else None
+    if args.device != "auto":
+        device = torch.device(args.device)
+    else:  # a resume keeps its device type (a warning says when it cannot)
+        device = checkpoint.saved_device(state) if state is not None else best_device()
+    device = distributed.setup(device)
     main_rank = distributed.is_main()
     say = print if main_rank else (lambda *a, **k: None)
-    state = checkpoint.load(args.resume) if args.resume is not None else None
     given = {k: getattr(args, k) for k in ("task", *TRAIN_RECIPE) if getattr(args, k, None) is not None}
     if state is not None:
         if given:
@@ -180,15 +196,21 @@ def _train(args: argparse.Namespace) -> int:
             max_len=max(64, task.max_src_len, task.max_tgt_len)))
         torch.manual_seed(r["seed"] + 1000 * distributed.rank())  # dropout masks differ between processes
     config = TrainConfig(
-        steps=args.steps, amp=args.amp or saved.get("amp", "auto"), progress=not args.no_progress,
+        steps=args.steps, amp=args.amp or (state and checkpoint.saved_amp(state)) or saved.get("amp", "auto"),
+        compile=args.compile, cuda_graph=args.cuda_graph, progress=not args.no_progress,
         eval_every=args.eval_every, eval_size=args.eval_size, stop_at=args.stop_at, save_every=args.save_every,
         **{k: saved[k] for k in ("batch_size", "warmup", "lr_factor", "smoothing", "clip_norm", "seed")})
     out = args.out or args.resume or Path("checkpoints") / f"{spec['name']}.pt"
     say(task.describe())
-    world, dtype = distributed.world_size(), amp_dtype(device, config.amp)
+    world = distributed.world_size()
+    dtype = amp_dtype(device, config.amp, d_model=model.config.d_model,
+                      captured=config.cuda_graph or config.compile is not None)
     say(f"model: {sum(p.numel() for p in model.parameters()):,} parameters; device {device}; amp {config.amp} "
         f"({dtype or torch.float32}); batch {config.batch_size} over {world} process(es); "
         f"{'from step ' + str(state['step']) if state else 'from scratch'} to step {config.steps}")
+
+    if config.cuda_graph and device.type != "cuda":
+        say(f"--cuda-graph: a graph needs CUDA; on {device.type} the same step runs eagerly", file=sys.stderr)
 
     def report(step: int, m: dict) -> None:
         from tqdm import tqdm
@@ -201,11 +223,15 @@ def _train(args: argparse.Namespace) -> int:
     finally:
         seconds = time.perf_counter() - start
         distributed.teardown()
-    if main_rank:
-        test = evaluate(model, task.test, task.tgt_vocab, device=device)
+    if main_rank:  # the best validated weights, which the checkpoint keeps beside the last state
+        saved_state = checkpoint.load(out)
+        best = saved_state.get("best")
+        test = evaluate(checkpoint.load_model(saved_state).to(device), task.test, task.tgt_vocab, device=device)
+        which = (f"best validated weights, step {best['step']} (validation exact match "
+                 f"{best['metrics']['exact_match']:.3f})" if best else "last weights (never validated)")
         say(f"held-out test exact match {test['exact_match']:.1%} (token accuracy {test['token_accuracy']:.1%}) "
-            f"on {len(task.test)} pairs; training took {seconds:.0f} s")
-        say(f"checkpoint: {out}")
+            f"on {len(task.test)} pairs with the {which}; training took {seconds:.0f} s")
+        say(f"checkpoint: {out} (--resume goes on from step {saved_state['step']}; load_model gives the best)")
     return 0
 # --- end of train ---
 

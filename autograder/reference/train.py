@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,13 +24,22 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm  # text bars only: tqdm.auto would draw notebook widgets
 
-from autograder.data import BOS_ID, EOS_ID, PAD_ID, Task, Vocab, batches
-from autograder.reference import checkpoint, distributed
-from autograder.reference.decode import greedy_decode
+from autograder.data import Task
+from autograder.reference import captured, checkpoint, distributed
 from autograder.reference.device import best_device
+from autograder.reference.evaluation import evaluate
 from autograder.reference.loss import label_smoothed_loss, noam_scheduler
+from autograder.reference.stream import TrainingBatches, pad_to_bucket
+
+__all__ = ["AMP_MODES", "TrainConfig", "TrainingBatches", "amp_dtype", "autocast_for", "evaluate", "make_optimizer",
+           "precision_name", "train", "train_step", "training_batches"]
 
 AMP_MODES = ("none", "bf16", "fp16", "auto")
+# "auto" on CUDA: low precision only for a captured step of a model at least this wide. On one H100
+# (benchmarks/results/h100-2026-11-25.json, torch 2.11) bf16 made every eager step slower (d 64:
+# 34.3 vs 22.4 ms; d 512: 88.4 vs 62.0 ms: launch-bound, and autocast adds cast kernels) and the
+# graphed d 64 step too (3.49 vs 3.30 ms); only the graphed d 512 step gained (21.1 vs 41.7 ms).
+AUTO_LOW_PRECISION_MIN_D_MODEL = 512
 
 
 @dataclass
@@ -42,38 +51,52 @@ class TrainConfig:
     smoothing: float = 0.1        # label smoothing (0 = plain cross-entropy)
     clip_norm: float | None = 1.0 # clip the global gradient norm to this (None: no clipping)
     seed: int = 0                 # batch order (the model's weights are seeded by its maker)
-    amp: str | bool = "auto"      # "none", "bf16", "fp16" (+ GradScaler) or "auto": bf16 on CUDA when
-                                  # supported, else fp16 on CUDA, plain float32 on CPU and MPS
+    amp: str | bool = "auto"      # "none", "bf16", "fp16" (+ GradScaler) or "auto": see amp_dtype
     progress: bool = True         # tqdm text progress bar
     eval_batch_size: int = 256    # pairs per greedy-decoding batch in evaluate()
     eval_every: int = 0           # evaluate on the validation split every N steps (0: never)
     eval_size: int = 200          # how many validation pairs those evaluations use
     stop_at: float | None = None  # stop once validation exact match reaches this (needs eval_every)
     save_every: int = 0           # write the checkpoint every N steps (0: only at the end; needs out)
+    compile: str | None = None    # torch.compile the model with this backend ("inductor", "aot_eager"); None: eager
+    cuda_graph: bool = False      # capture the whole step as a CUDA graph (CUDA, one process, not fp16)
+    bucket: int = 16              # compiled or graphed: pad lengths to a multiple of this (few static shapes)
 
 
-def amp_dtype(device: torch.device, amp: str | bool) -> torch.dtype | None:
+def amp_dtype(
+    device: torch.device, amp: str | bool, *, d_model: int | None = None, captured: bool = False,
+) -> torch.dtype | None:
     """The autocast dtype that ``amp`` means on ``device`` (None: plain float32).
 
+    ``"auto"`` picks what was measured faster: on CUDA, bf16 (fp16 without bf16) only for a
+    captured step (a CUDA graph or a compiled model) of a model at least
+    ``AUTO_LOW_PRECISION_MIN_D_MODEL`` wide; float32 otherwise, and always on a CPU or MPS.
     ``True`` and ``False`` are read as ``"auto"`` and ``"none"``.
     """
     mode = {True: "auto", False: "none"}.get(amp, amp) if isinstance(amp, bool) else amp
     if mode not in AMP_MODES:
         raise ValueError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
     if mode == "auto":
-        if device.type != "cuda":
-            return None  # a CPU gains little from autocast; MPS support varies between versions
+        big = d_model is not None and d_model >= AUTO_LOW_PRECISION_MIN_D_MODEL
+        if device.type != "cuda" or not (captured and big):
+            return None  # the step is bound by launching kernels: casts would only add more of them
         mode = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}[mode]
 
 
-def autocast_for(device: torch.device, amp: str | bool):
+def precision_name(dtype: torch.dtype | None) -> str:
+    """What a checkpoint records: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (``amp_dtype``'s answer)."""
+    return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+
+
+def autocast_for(device: torch.device, amp: str | bool, **size):
     """``(context, scaler)``: autocast for ``device`` in the dtype ``amp`` asks for, and a
     GradScaler for float16 (bfloat16 keeps float32's exponent range and needs none).
 
     The same code serves every device: only ``device.type`` changes between the CPU and CUDA.
+    ``size``: ``d_model`` and ``captured``, for ``"auto"`` (see ``amp_dtype``).
     """
-    dtype = amp_dtype(device, amp)
+    dtype = amp_dtype(device, amp, **size)
     if dtype is None:
         return contextlib.nullcontext(), None
     if not torch.amp.is_autocast_available(device.type):
@@ -139,45 +162,34 @@ def make_optimizer(model: nn.Module, config: TrainConfig):
     return optimizer, noam_scheduler(optimizer, d_model, config.warmup, config.lr_factor)
 
 
-class TrainingBatches(Iterator[tuple[Tensor, Tensor]]):
-    """Endless shuffled, bucketed batches of ``pairs`` in an order fixed by ``seed``, whose
-    place in the stream can be saved and restored (``state_dict``, ``load_state_dict``).
-
-    The generator is only drawn from when an epoch starts, so its state then and the number
-    of batches taken since pin down the stream exactly; restoring replays that epoch's order
-    and skips the batches already taken.
-    """
-
-    def __init__(self, pairs: Sequence, batch_size: int, pad_id: int, seed: int) -> None:
-        self.pairs, self.batch_size, self.pad_id = pairs, batch_size, pad_id
-        self.generator = torch.Generator().manual_seed(seed)
-        self._new_epoch()
-
-    def _new_epoch(self) -> None:
-        self.epoch_state, self.taken = self.generator.get_state(), 0
-        self._batches = batches(self.pairs, self.batch_size, self.pad_id, shuffle=True, generator=self.generator)
-
-    def __next__(self) -> tuple[Tensor, Tensor]:
-        batch = next(self._batches, None)
-        if batch is None:
-            self._new_epoch()
-            batch = next(self._batches)
-        self.taken += 1
-        return batch
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"generator": self.epoch_state.clone(), "taken": self.taken}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.generator.set_state(state["generator"])
-        self._new_epoch()
-        for _ in range(state["taken"]):
-            next(self)
-
-
 def training_batches(task: Task, config: TrainConfig) -> TrainingBatches:
     """Endless shuffled, bucketed batches of ``task.train``, in an order fixed by ``config.seed``."""
     return TrainingBatches(task.train, config.batch_size, task.tgt_vocab.pad_id, config.seed)
+
+
+def _stepper(model: nn.Module, config: TrainConfig, device: torch.device, optimizer, scheduler, scaler,
+             dtype: torch.dtype | None, pad_id: int) -> Callable[[Tensor, Tensor], float]:
+    """The function that takes one step on a batch: eager, compiled, or a replayed CUDA graph."""
+    if config.cuda_graph:
+        if distributed.world_size() > 1:
+            raise ValueError("cuda_graph trains in one process: DistributedDataParallel's hooks cannot be captured")
+        captured.prepare(optimizer, device)
+        return captured.GraphedStep(
+            model, optimizer, scheduler, d_model=int(cast(Any, model).config.d_model), warmup=config.warmup,
+            factor=config.lr_factor, smoothing=config.smoothing, pad_id=pad_id, clip_norm=config.clip_norm,
+            dtype=dtype, device=device)
+    net = distributed.wrap(model, device)
+    if config.compile is not None:
+        net = captured.compile_model(net, config.compile, device)
+    autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
+    return lambda src, tgt: train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
+                                       clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+
+
+def _better(metrics: dict[str, float], best: dict[str, Any] | None) -> bool:
+    """A strictly higher (exact match, token accuracy) than the best so far: a tie keeps the earlier step."""
+    key = ("exact_match", "token_accuracy")
+    return best is None or tuple(metrics[k] for k in key) > tuple(best["metrics"][k] for k in key)
 
 
 def train(
@@ -187,37 +199,46 @@ def train(
 ) -> list[float]:
     """Train ``model`` on ``task.train`` with the textbook recipe; return the loss of every step.
 
-    Runs on ``best_device()`` unless ``device`` is given (the model is moved there).
-    With ``config.eval_every``, every that many steps the first ``config.eval_size``
-    validation pairs are decoded greedily; ``callback(step, metrics)`` then gets
-    ``evaluate``'s dict plus ``loss`` and ``train_seconds`` (time spent in training
-    steps so far, evaluation excluded), and training stops early once exact match
-    reaches ``config.stop_at``.
+    Runs on ``device``; when it is None, on the checkpoint's device with ``resume`` (if this
+    machine has one), else on ``best_device()``. With ``config.eval_every``, every that many steps
+    the first ``config.eval_size`` validation pairs are decoded greedily; ``callback(step,
+    metrics)`` then gets ``evaluate``'s dict plus ``loss`` and ``train_seconds`` (time spent in
+    training steps so far, evaluation excluded), and training stops early once exact match
+    reaches ``config.stop_at``. The model ends with the last step's weights; the checkpoint
+    also keeps the best validated ones (``checkpoint.load_model`` returns those).
 
     Args:
         out: write a checkpoint there at the end (and every ``config.save_every`` steps).
         resume: a loaded checkpoint (``checkpoint.load``): go on from its step up to
-            ``config.steps``, exactly as if the run had never stopped. The returned list
-            then holds the losses of the whole run, the checkpoint's included.
+            ``config.steps``, exactly as if the run had never stopped, when the device type and
+            the precision are the checkpoint's (a warning says when either changes). The
+            returned list then holds the losses of the whole run, the checkpoint's included.
         task_spec: ``make_task``'s arguments, stored in the checkpoint so that it can rebuild the data.
 
     Launched by ``torchrun``, each process trains on its share of every batch through
     DistributedDataParallel; only rank 0 shows the bar and writes the checkpoint.
     """
     config = config or TrainConfig()
-    device = torch.device(device) if device is not None else best_device()
+    if device is None:
+        device = checkpoint.saved_device(resume) if resume is not None else best_device()
+    device = torch.device(device)
     model.to(device)
     pad_id = task.tgt_vocab.pad_id
+    captured_step = config.cuda_graph or config.compile is not None
+    dtype = amp_dtype(device, config.amp, d_model=int(cast(Any, model).config.d_model), captured=captured_step)
+    precision = precision_name(dtype)
+    config = replace(config, amp=checkpoint.AMP_OF_PRECISION[precision])  # the checkpoint records what "auto" chose
     optimizer, scheduler = make_optimizer(model, config)
-    autocast, scaler = autocast_for(device, config.amp)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     data = training_batches(task, config)
     history: list[float] = []
-    step = 0
+    step, best = 0, None
     if resume is not None:
+        checkpoint.warn_if_changed(resume, device.type, precision)
         step = checkpoint.restore(resume, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
                                   data=data, rank=distributed.rank(), world_size=distributed.world_size())
-        history = list(resume["history"])
-    net = distributed.wrap(model, device)
+        history, best = list(resume["history"]), resume.get("best")
+    take_step = _stepper(model, config, device, optimizer, scheduler, scaler, dtype, pad_id)
     valid = task.valid[: config.eval_size]
     metrics: dict[str, float] | None = None
     train_seconds = 0.0
@@ -228,15 +249,17 @@ def train(
             checkpoint.save(checkpoint.snapshot(
                 step=step, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
                 data=data.state_dict(), rng=rng, train_config=config, history=history, task=task_spec,
-                metrics=metrics), out)
+                metrics=metrics, device_type=device.type, precision=precision, best=best), out)
 
     bar = tqdm(range(step + 1, config.steps + 1), initial=step, total=config.steps,
                disable=not config.progress or not distributed.is_main(), desc=f"train {task.name}")
     for step in bar:
-        src, tgt = (distributed.shard(x).to(device, non_blocking=True) for x in next(data))
+        src, tgt = next(data)
+        if captured_step:
+            src, tgt = pad_to_bucket(src, tgt, config.batch_size, config.bucket, pad_id)
+        src, tgt = (distributed.shard(x).to(device, non_blocking=True) for x in (src, tgt))
         start = time.perf_counter()
-        history.append(train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
-                                  clip_norm=config.clip_norm, autocast=autocast, scaler=scaler))
+        history.append(take_step(src, tgt))
         train_seconds += time.perf_counter() - start  # .item() above waited for the device
         if step % 50 == 0 or step == config.steps:
             bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
@@ -245,6 +268,8 @@ def train(
             # every rank evaluates (their weights are equal), so all agree on when to stop
             metrics = evaluate(model, valid, task.tgt_vocab, batch_size=config.eval_batch_size, device=device)
             metrics.update(loss=history[-1], train_seconds=train_seconds)
+            if _better(metrics, best):
+                best = checkpoint.best_weights(step, model, metrics)
             if callback is not None and distributed.is_main():
                 callback(step, metrics)
             bar.set_postfix(loss=f"{history[-1]:.3f}", valid_em=f"{metrics['exact_match']:.3f}")
@@ -257,33 +282,3 @@ def train(
     if out is not None:
         save()
     return history
-@torch.no_grad()
-def evaluate(
-    model: nn.Module, pairs: Sequence, tgt_vocab: Vocab | None = None, *, batch_size: int = 256,
-    device: torch.device | str | None = None, pad_id: int = PAD_ID, bos_id: int = BOS_ID,
-    eos_id: int = EOS_ID, use_cache: bool = False,
-) -> dict[str, float]:
-    """Greedy-decode every source and compare with its target.
-
-    Returns ``exact_match`` (fraction of pairs whose output, up to and including EOS,
-    equals the target) and ``token_accuracy`` (fraction of target tokens after BOS,
-    EOS included, predicted at the right position). The special ids come from
-    ``tgt_vocab`` when it is given. Runs on the model's device unless ``device`` is given.
-    """
-    if tgt_vocab is not None:
-        pad_id, bos_id, eos_id = tgt_vocab.pad_id, tgt_vocab.bos_id, tgt_vocab.eos_id
-    if not pairs:
-        raise ValueError("evaluate needs at least one pair")
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    exact = correct = tokens = 0
-    for src, tgt in batches(pairs, batch_size, pad_id, shuffle=False):
-        src, gold = src.to(device), tgt[:, 1:].to(device)  # gold (B, T - 1): ... EOS, then padding
-        ys = greedy_decode(cast(Any, model), src, gold.size(1), bos_id, eos_id, pad_id, use_cache=use_cache)
-        pred = torch.full_like(gold, pad_id)
-        pred[:, : ys.size(1) - 1] = ys[:, 1:]  # (B, T - 1): drop BOS, pad rows that stopped early
-        real = gold != pad_id
-        hit = pred == gold
-        exact += int((hit | ~real).all(dim=1).sum())
-        correct += int((hit & real).sum())
-        tokens += int(real.sum())
-    return {"exact_match": exact / len(pairs), "token_accuracy": correct / tokens}

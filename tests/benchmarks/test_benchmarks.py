@@ -50,6 +50,12 @@ PROMISES: dict[str, list[str]] = {
         r" *max_len +uncached ms +cached ms +uncached/cached",
         rf" *\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
     ],
+    "bench_train_step.py": [
+        rf"small d\d+ L\d+ B\d+ S\d+ fp32  nn\.Transformer eager +{NUMBER} ms/step  ratio to nn\.Transformer 1\.000",
+        rf"small .* fp32  course eager +{NUMBER} ms/step  ratio to nn\.Transformer {NUMBER}",
+        # on a machine without CUDA the graph is named and skipped, with the reason
+        rf"small .* fp32  course graphed +(n/a \(a CUDA graph needs CUDA\)|{NUMBER} ms/step .*)",
+    ],
     "time_to_accuracy.py": [
         rf"ours +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
         rf"pytorch +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",

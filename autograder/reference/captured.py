@@ -1,0 +1,131 @@
+"""A captured training step: the model compiled (``torch.compile``), or the whole step replayed as
+one CUDA graph (the appendix "Training that survives the real world").
+
+Shape letters: B batch, S source length, T target length, V vocabulary.
+
+An eager step of the course's models on a GPU is bound by the CPU: Python and PyTorch launch
+hundreds of small kernels one after the other, and the GPU waits for each launch. Capturing the
+step records those launches once; a replay then hands the GPU the whole step in one call. A
+CUDA graph replays fixed memory addresses, so everything the step touches must stay in place:
+the batch is copied into static tensors (padded to a bucket shape, one graph per shape), Adam
+keeps its step count on the device (``capturable=True``), and the learning rate is a tensor on
+the device that the graph itself computes from a step counter, so the schedule runs inside the
+graph. ``nn.Transformer``'s step cannot be captured: it synchronizes with the CPU on the way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from autograder.reference.loss import label_smoothed_loss
+
+WARMUP_STEPS = 3  # eager steps of a shape before its capture: lazy set-up (cuBLAS, Adam's state) stays out
+
+
+def compile_model(model: nn.Module, backend: str, device: torch.device) -> nn.Module:
+    """``torch.compile(model)`` with static shapes; on CUDA inductor also replays its kernels as CUDA
+    graphs (``mode="reduce-overhead"``). ``backend="aot_eager"`` traces forward and backward
+    without generating code: what the CPU tests use, since inductor compiles for about 20 s."""
+    mode = "reduce-overhead" if device.type == "cuda" and backend == "inductor" else None
+    return torch.compile(model, backend=backend, mode=mode, dynamic=False)  # type: ignore[return-value]
+
+
+def prepare(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """Make chapter 8's Adam capturable, in place (also after a checkpoint was loaded into it): its
+    learning rate a tensor on ``device`` that a graph can write, its step counts on the device
+    (``capturable``, CUDA only; a CPU takes a tensor learning rate only without ``foreach``)."""
+    on_cuda = device.type == "cuda"
+    for group in optimizer.param_groups:
+        group["lr"] = torch.tensor(float(group["lr"]), device=device)
+        group["capturable"], group["foreach"] = on_cuda, on_cuda
+    for state in optimizer.state.values():
+        if "step" in state:
+            state["step"] = torch.as_tensor(state["step"], dtype=torch.float32).to(device if on_cuda else "cpu")
+
+
+class GraphedStep:
+    """The training step of ``train_step`` (forward, loss, backward, clipping, Adam, the Noam
+    schedule) as one CUDA graph per batch shape; on a CPU the same body runs eagerly (tests).
+
+    Args:
+        model: the bare model, on ``device``; optimizer: chapter 8's Adam after ``prepare``.
+        scheduler: the ``LambdaLR`` of chapter 8, kept for checkpoints only: its step is counted on
+            the CPU, while the graph computes ``factor * noam_lr(step)`` on the device.
+        d_model, warmup, factor: the Noam schedule's numbers.
+        smoothing, pad_id, clip_norm: as in ``train_step``.
+        dtype: the autocast dtype (None: float32; float16 is refused: its GradScaler synchronizes).
+    """
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, *, d_model: int,
+                 warmup: int, factor: float, smoothing: float, pad_id: int, clip_norm: float | None,
+                 dtype: torch.dtype | None, device: torch.device) -> None:
+        if dtype == torch.float16:
+            raise ValueError("a CUDA graph cannot hold float16's GradScaler (it reads the gradients on the CPU): "
+                             "use bf16 or none")
+        self.model, self.optimizer, self.scheduler, self.device = model, optimizer, scheduler, device
+        self.scale, self.warmup, self.smoothing, self.pad_id = factor * d_model**-0.5, warmup, smoothing, pad_id
+        self.clip_norm, self.dtype = clip_norm, dtype
+        self.lr: Tensor = optimizer.param_groups[0]["lr"]
+        self.count = torch.tensor(float(scheduler.last_epoch), device=device)  # optimizer steps taken
+        self.graphs: dict[tuple[int, ...], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
+        self.seen: dict[tuple[int, ...], int] = {}
+        self.capture = device.type == "cuda"
+
+    def _autocast(self):
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        # a graph must not keep autocast's cache of cast weights: the casts have to be replayed too
+        return torch.autocast(self.device.type, dtype=self.dtype, cache_enabled=False)
+
+    def _body(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """What the graph holds; every tensor it reads or writes stays at its address."""
+        with self._autocast():
+            logits = self.model(src, tgt[:, :-1])  # (B, T - 1, V)
+        loss = label_smoothed_loss(logits, tgt[:, 1:], self.smoothing, self.pad_id)
+        loss.backward()
+        if self.clip_norm is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm, foreach=self.capture)
+        self.count.add_(1)  # the schedule, on the device: lr = factor * D^-0.5 * min(n^-0.5, n * warmup^-1.5)
+        self.lr.copy_(self.scale * torch.minimum(self.count.rsqrt(), self.count * self.warmup**-1.5))
+        self.optimizer.step()
+        return loss.detach()
+
+    def _eager(self, src: Tensor, tgt: Tensor) -> Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        return self._body(src, tgt)
+
+    def __call__(self, src: Tensor, tgt: Tensor) -> float:
+        """One optimizer step on a padded batch (``stream.pad_to_bucket``); returns its loss."""
+        self.model.train()
+        shape = (*src.shape, *tgt.shape)
+        self.scheduler.last_epoch += 1  # bookkeeping for the checkpoint; the lr itself is set in the graph
+        if not self.capture:
+            return self._eager(src, tgt).item()
+        if shape in self.graphs:
+            graph, static_src, static_tgt, static_loss = self.graphs[shape]
+            static_src.copy_(src, non_blocking=True)
+            static_tgt.copy_(tgt, non_blocking=True)
+            graph.replay()
+            return static_loss.item()
+        self.seen[shape] = self.seen.get(shape, 0) + 1
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up steps run off the default stream, as capture requires
+            loss = self._eager(src, tgt)
+        torch.cuda.current_stream().wait_stream(side)
+        if self.seen[shape] >= WARMUP_STEPS:
+            self._capture(shape, src, tgt)
+        return loss.item()
+
+    def _capture(self, shape: tuple[int, ...], src: Tensor, tgt: Tensor) -> None:
+        """Record the step for ``shape``; recording runs nothing, so no step is taken here."""
+        static_src, static_tgt = src.clone(), tgt.clone()
+        self.optimizer.zero_grad(set_to_none=True)  # the graph allocates its own gradients
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = self._body(static_src, static_tgt)
+        self.graphs[shape] = (graph, static_src, static_tgt, static_loss)
