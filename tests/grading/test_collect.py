@@ -14,7 +14,7 @@ from grading_helpers import LAB, answered, make_course, released
 
 from autograder import cli
 from autograder.grading import pipeline
-from autograder.grading.collect import LATE_FILE, collect, parse_name
+from autograder.grading.collect import collect, parse_name, recorded_late
 
 
 def _zip(path: Path, members: dict[str, str]) -> Path:
@@ -87,7 +87,8 @@ def test_lms_zip_with_odd_names_and_strays(tmp_path: Path) -> None:
         f"{LAB}.ipynb": "no student id in its name (STUDENT_..._LAB.ipynb) or its folder's",
     }
     assert collected.late == {("ada", LAB): "LATE"}
-    assert (root / "submitted" / "ada" / LAB / LATE_FILE).read_text().strip() == "LATE"
+    assert recorded_late(root) == {("ada", LAB): "LATE"}
+    assert sorted(p.name for p in (root / "submitted" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
 
 
 def test_zip_archive_is_closed(tmp_path: Path, monkeypatch) -> None:
@@ -120,12 +121,13 @@ def test_latest_resubmission_wins(tmp_path: Path) -> None:
     assert all(f"ada_1_2_{LAB}-2.ipynb is graded instead" in r for r in _reasons(collected).values())
 
 
-def test_blackboard_time_is_kept_for_nbgrader(tmp_path: Path) -> None:
-    """Does a submission time in the name reach `late` and nbgrader's timestamp.txt?"""
+def test_blackboard_time_is_kept_for_a_regrade(tmp_path: Path) -> None:
+    """Does a submission time in the name reach `late`, and is it still known when submitted/
+    is graded again in place?"""
     root = make_course(tmp_path / "course")
     archive = _zip(tmp_path / "class.zip", {f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb": "{}"})
     assert collect(root, archive, [LAB]).late == {("eve", LAB): "2024-03-01 15:04:05"}
-    assert (root / "submitted" / "eve" / LAB / "timestamp.txt").read_text().strip() == "2024-03-01 15:04:05"
+    assert collect(root, root / "submitted", [LAB]).late == {("eve", LAB): "2024-03-01 15:04:05"}
 
 
 def test_stray_files_in_a_folder_are_listed(tmp_path: Path) -> None:
