@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from grading_helpers import LAB, answered, make_course, released
 
 from autograder import cli
 from autograder.grading import pipeline
-from autograder.grading.collect import collect, parse_name, recorded_late
+from autograder.grading.collect import collect, parse_name, recorded_late, recorded_originals
+from autograder.grading.ids import safe_id
 
 
 def _zip(path: Path, members: dict[str, str]) -> Path:
@@ -225,3 +227,139 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     text = pipeline.summary(outcomes)
     assert "  not graded: readme.txt: not a notebook" in text
     assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text
+
+
+def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> None:
+    """Does a file named for another student inside Ada's folder (Moodle's zip folders, or a
+    folder source) count for Ada alone, leaving Bob's own submission in place?"""
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {
+        f"Ada Lovelace_11_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "ada's",
+        f"Bob Smith_22_assignsubmission_file_/{LAB}.ipynb": "bob's",
+    })
+    assert collect(root, archive, [LAB]).pairs == [("Ada Lovelace", LAB), ("Bob Smith", LAB)]
+    assert (_graded(root, "Ada Lovelace"), _graded(root, "Bob Smith")) == ("ada's", "bob's")
+    inbox = tmp_path / "inbox"
+    (inbox / "ada").mkdir(parents=True)
+    (inbox / "ada" / f"ben_1_2_{LAB}-99.ipynb").write_text("ada's")
+    (inbox / "ben" / LAB).mkdir(parents=True)
+    (inbox / "ben" / LAB / f"{LAB}.ipynb").write_text("ben's")
+    assert collect(root, inbox, [LAB]).pairs == [("ada", LAB), ("ben", LAB)]
+    assert (_graded(root, "ada"), _graded(root, "ben")) == ("ada's", "ben's")
+
+
+@pytest.mark.parametrize("name", [f"cy_3_4_2020-01-01-00-00-00_{LAB}.ipynb", f"cy_3_4_LATE_{LAB}.ipynb",
+                                  f"cy_LATE_{LAB}.ipynb"])
+def test_lateness_is_never_read_from_the_students_part_of_a_name(tmp_path: Path, name: str) -> None:
+    """Does a time or a LATE tag in the part of a Canvas name the student chose leave `late` empty?"""
+    root = make_course(tmp_path / "course")
+    collected = collect(root, _zip(tmp_path / "class.zip", {name: "cy"}), [LAB])
+    assert collected.pairs == [("cy", LAB)] and collected.late == {}
+
+
+def test_names_of_any_script_and_form_are_students(tmp_path: Path) -> None:
+    """Are Hangul and accented names, composed or decomposed, with or without the zip's UTF-8
+    flag, each one student under the composed name?"""
+    root = make_course(tmp_path / "course")
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(unicodedata.normalize("NFD", f"김민수_1_2_{LAB}.ipynb"), "kim")
+        zf.writestr(f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb", "elodie")
+        zf.writestr(f"{'X' * len('이서연'.encode())}_3_4_{LAB}.ipynb", "lee")
+    # written by an archiver that puts UTF-8 bytes in the name without setting the UTF-8 flag
+    archive.write_bytes(archive.read_bytes().replace(b"X" * len("이서연".encode()), "이서연".encode()))
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == sorted([("김민수", LAB), ("이서연", LAB), ("Élodie Durand", LAB)])
+    assert _graded(root, "김민수") == "kim" and collected.not_graded == []
+    inbox = tmp_path / "inbox"
+    (inbox / unicodedata.normalize("NFD", "Zoë Ngô") / LAB).mkdir(parents=True)
+    (inbox / unicodedata.normalize("NFD", "Zoë Ngô") / LAB / f"{LAB}.ipynb").write_text("zoe")
+    assert collect(root, inbox, [LAB]).pairs == [("Zoë Ngô", LAB)]
+
+
+def test_unsafe_names_are_mapped_and_remembered(tmp_path: Path) -> None:
+    """Are a glob, a newline and a formula in folder names mapped to safe ids (the originals kept
+    for grades.csv), next to a student whose name the glob would match, and does a regrade of
+    submitted/ in place find the same students again?"""
+    root = make_course(tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    names = ["[Z]ed", "Zed", "names\nnewline", "=1+1"]
+    for name in names:
+        (inbox / name / LAB).mkdir(parents=True)
+        (inbox / name / LAB / f"{LAB}.ipynb").write_text(name)
+    collected = collect(root, inbox, [LAB])
+    ids = {name: safe_id(name) for name in names}
+    assert collected.pairs == sorted((ids[n], LAB) for n in names)
+    assert ids["Zed"] == "Zed" and all(_graded(root, ids[n]) == n for n in names)
+    assert recorded_originals(root) == {ids[n]: n for n in names if n != "Zed"}
+    assert sorted(p.name for p in (root / "submitted").iterdir() if not p.name.startswith(".")) == sorted(ids.values())
+    again = collect(root, root / "submitted", [LAB])
+    assert again.pairs == collected.pairs and again.not_graded == []
+
+
+def test_only_the_notebook_is_copied_and_every_other_file_listed(tmp_path: Path) -> None:
+    """From a lab folder with an extra file, a nested folder, a link, a hard link and a named
+    pipe, is only the notebook copied, each other file listed by name, none opened?"""
+    root = make_course(tmp_path / "course")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("FAKE-KEY-0451")
+    lab = tmp_path / "inbox" / "ada" / LAB
+    (lab / "pkg").mkdir(parents=True)
+    (lab / f"{LAB}.ipynb").write_text("ada")
+    (lab / "pkg" / "__init__.py").write_text("import os")
+    (lab / "id_rsa").symlink_to(home / ".ssh" / "id_rsa")
+    os.link(home / ".ssh" / "id_rsa", lab / "notes.txt")
+    os.mkfifo(lab / "pipe")
+    (tmp_path / "inbox" / "ben" / LAB).mkdir(parents=True)
+    (tmp_path / "inbox" / "ben" / LAB / f"{LAB}.ipynb").symlink_to(root / "solutions" / LAB / f"{LAB}.ipynb")
+    os.link(root / "solutions" / LAB / f"{LAB}.ipynb", tmp_path / "inbox" / "ben" / f"{LAB}.ipynb")
+    collected = collect(root, tmp_path / "inbox", [LAB])
+    assert collected.pairs == [("ada", LAB)]
+    assert sorted(p.name for p in (root / "submitted" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    reasons = _reasons(collected)
+    assert reasons[f"ada/{LAB}/id_rsa"] == "a symbolic link, not followed"
+    assert reasons[f"ada/{LAB}/notes.txt"].startswith("a hard link")
+    assert reasons[f"ada/{LAB}/pipe"] == "a named pipe (FIFO), not read"
+    assert reasons[f"ada/{LAB}/pkg/__init__.py"] == "an extra file beside the notebook: not copied, not graded"
+    assert reasons[f"ben/{LAB}/{LAB}.ipynb"] == "a symbolic link, not followed"
+    assert reasons[f"ben/{LAB}.ipynb"].startswith("a hard link")
+    assert not any(b"FAKE-KEY" in p.read_bytes() or b"BEGIN SOLUTION" in p.read_bytes()
+                   for p in (root / "submitted").rglob("*") if p.is_file())
+
+
+def test_exchange_files_in_place_are_listed_and_the_timestamp_only_claimed(tmp_path: Path) -> None:
+    """Graded in place after nbgrader's collect, are timestamp.txt (shown as a claim, not used
+    for `late`) and submission_secret.txt listed, with a word on the late column, and is a
+    folder others can write closed before it is read?"""
+    root = make_course(tmp_path / "course")
+    lab = root / "submitted" / "ada" / LAB
+    lab.mkdir(parents=True)
+    (lab / f"{LAB}.ipynb").write_text("ada")
+    (lab / "timestamp.txt").write_text("2020-01-01 00:00:00.000000 UTC")
+    (lab / "submission_secret.txt").write_text("c2VjcmV0")
+    lab.chmod(0o777)
+    collected = collect(root, root / "submitted", [LAB])
+    assert collected.pairs == [("ada", LAB)] and collected.late == {}
+    reasons = _reasons(collected)
+    assert "a claim" in reasons[f"ada/{LAB}/timestamp.txt"] and "2020-01-01" in reasons[f"ada/{LAB}/timestamp.txt"]
+    assert "submission secret" in reasons[f"ada/{LAB}/submission_secret.txt"]
+    assert any("late column is empty" in note for note in collected.notes)
+    assert any(note.startswith(f"ada/{LAB}/: was writable by others (mode 777)") for note in collected.notes)
+    assert lab.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_bomb_and_a_bad_crc_cost_their_members_only(tmp_path: Path) -> None:
+    """In a zip with a 1000:1 member and a member with a bad CRC, are both listed and the rest
+    collected?"""
+    root = make_course(tmp_path / "course")
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"ada_1_2_{LAB}.ipynb", "ada")
+        zf.writestr(f"bomb_1_2_{LAB}.ipynb", "0" * (20 * 2**20), zipfile.ZIP_DEFLATED)
+        zf.writestr(f"crc_1_2_{LAB}.ipynb", "GOOD-BYTES", zipfile.ZIP_STORED)
+    archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == [("ada", LAB)]
+    assert "expands more than 100:1" in _reasons(collected)[f"bomb_1_2_{LAB}.ipynb"]
+    assert "Bad CRC" in _reasons(collected)[f"crc_1_2_{LAB}.ipynb"]
