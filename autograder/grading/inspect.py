@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from autograder.grading.files import Refused, is_plain, read_plain
+from autograder.grading.files import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
 # checks' names (bare or as an attribute), setattr on a checks module, or an assignment into
@@ -48,6 +49,8 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
     to ``LAB.ipynb``) and compare its test cells with the released notebook ``release``."""
     expected = folder / f"{lab}.ipynb"
     notes: list[str] = []
+    if os.path.lexists(expected) and (why := why_not_plain(os.lstat(expected))):
+        return Inspection(None, f"{lab}.ipynb is {why}; scored 0")
     if not is_plain(expected):
         others = sorted(p for p in folder.glob("*.ipynb") if is_plain(p) and p != expected)
         if len(others) != 1:

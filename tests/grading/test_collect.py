@@ -315,8 +315,9 @@ def test_only_the_notebook_is_copied_and_every_other_file_listed(tmp_path: Path)
     (tmp_path / "inbox" / "ben" / LAB / f"{LAB}.ipynb").symlink_to(root / "solutions" / LAB / f"{LAB}.ipynb")
     os.link(root / "solutions" / LAB / f"{LAB}.ipynb", tmp_path / "inbox" / "ben" / f"{LAB}.ipynb")
     collected = collect(root, tmp_path / "inbox", [LAB])
-    assert collected.pairs == [("ada", LAB)]
+    assert collected.pairs == [("ada", LAB), ("ben", LAB)]  # ben handed in a lab folder: scored 0, with the reason
     assert sorted(p.name for p in (root / "submitted" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    assert list((root / "submitted" / "ben" / LAB).iterdir()) == []
     reasons = _reasons(collected)
     assert reasons[f"ada/{LAB}/id_rsa"] == "a symbolic link, not followed"
     assert reasons[f"ada/{LAB}/notes.txt"].startswith("a hard link")
