@@ -210,8 +210,11 @@ def test_unknown_student_or_lab_is_an_error(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.slow
 def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
-    """Are all three odd LMS names graded, the LATE tag in grades.csv's late column, and the
-    stray files and the superseded resubmission in the summary?"""
+    """Are all the odd LMS names graded (Hangul written decomposed, an accented Moodle folder),
+    the LATE tag in grades.csv's late column but not a time the student put in their file name,
+    a file named for Bob in Ada's Moodle folder graded as Ada's, and the stray files, the
+    superseded resubmission, a zip bomb, a member with a bad CRC, a link and a member whose
+    name climbs out of the folder in the summary, the rest graded?"""
     root = make_course(tmp_path / "course")
     archive = _zip(tmp_path / "class.zip", {
         f"ada_LATE_12345_678_{LAB}-1.ipynb": nbformat.writes(answered()),
@@ -219,14 +222,32 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
         f"ben_1_2_Copy of {LAB}.ipynb": nbformat.writes(answered("relu")),
         "cy_3_4_00_warmup.ipynb": nbformat.writes(released()),
         "readme.txt": "not a notebook",
+        unicodedata.normalize("NFD", f"김민수_5_6_{LAB}.ipynb"): nbformat.writes(answered()),
+        f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered("relu")),
+        f"Ada Lovelace_8_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "{}",
+        f"Bob Smith_9_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered()),
+        f"dee_1_2_2020-01-01-00-00-00_{LAB}.ipynb": "{}",  # a time in the student's own file name
+        f"../../eve_1_2_{LAB}.ipynb": "{}",
     })
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr(f"bomb_1_2_{LAB}.ipynb", "0" * (20 * 2**20), zipfile.ZIP_DEFLATED)
+        zf.writestr(f"crc_1_2_{LAB}.ipynb", "GOOD-BYTES", zipfile.ZIP_STORED)
+        link = zipfile.ZipInfo(f"link_1_2_{LAB}.ipynb")
+        link.external_attr = (0o120777 << 16)
+        zf.writestr(link, str(root / "solutions" / LAB / f"{LAB}.ipynb"))
+    archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
     outcomes = pipeline.grade(root, archive, pipeline.Options(jobs=2, progress=False))
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
-    assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == \
-        {"ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, "")}
+    assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == {
+        "ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, ""), "김민수": (5.0, ""), "Élodie Durand": (2.0, ""),
+        "Ada Lovelace": (0.0, ""), "Bob Smith": (5.0, ""), "dee": (0.0, ""), "eve": (0.0, "")}
     text = pipeline.summary(outcomes)
     assert "  not graded: readme.txt: not a notebook" in text
     assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text
+    assert f"  not graded: bomb_1_2_{LAB}.ipynb: expands more than 100:1" in text
+    assert f"  not graded: crc_1_2_{LAB}.ipynb: could not be read from the zip (BadZipFile: Bad CRC" in text
+    assert f"  not graded: link_1_2_{LAB}.ipynb: a symbolic link, not followed" in text
+    assert not (tmp_path / f"eve_1_2_{LAB}.ipynb").exists() and not (root.parent / f"eve_1_2_{LAB}.ipynb").exists()
 
 
 def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> None:
@@ -364,3 +385,20 @@ def test_a_bomb_and_a_bad_crc_cost_their_members_only(tmp_path: Path) -> None:
     assert collected.pairs == [("ada", LAB)]
     assert "expands more than 100:1" in _reasons(collected)[f"bomb_1_2_{LAB}.ipynb"]
     assert "Bad CRC" in _reasons(collected)[f"crc_1_2_{LAB}.ipynb"]
+
+
+def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path) -> None:
+    """Does grading warn when every user can read the solutions (hidden tests) or the gradebook,
+    and say nothing once they are closed?"""
+    root = make_course(tmp_path / "course")
+    (root / "gradebook.db").write_bytes(b"")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for path in (root / "solutions", root / "gradebook.db"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    _, outcomes = pipeline._select(root, inbox, pipeline.Options())
+    text = pipeline.summary(outcomes)
+    assert "  solutions/ (" in text and "  the gradebook (" in text and "chmod o-rwx" in text
+    for path in (root / "solutions", root / "gradebook.db"):
+        path.chmod(0o750 if path.is_dir() else 0o640)
+    assert pipeline._select(root, inbox, pipeline.Options())[1] == []

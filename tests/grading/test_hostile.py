@@ -120,7 +120,7 @@ SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
           "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
 
 
-FORGED = "names-newline\n  zz-victim / 00-warmup: forged line"
+FORGED = "names-newline\n  zz-victim  00-warmup  forged line"  # a line of the summary's, forged
 HANGUL = unicodedata.normalize("NFD", "김민수")  # as macOS writes it; graded as the composed name
 SNOOP_EXTRAS = ("import os\nfor name in ('id_rsa', 'notes.txt'):\n"
                 "    print(open(name).read() if os.path.exists(name) else name)")
@@ -238,7 +238,7 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     originals = {r["student_id"]: r["original_id"] for r in csv.DictReader((course / "grades.csv").open())}
     assert originals[safe_id("=1+1")] == "'=1+1" and originals["김민수"] == "김민수"
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in table for cell in row)
-    assert not any(line.startswith("  zz-victim / 00-warmup: forged") for line in text.splitlines())
+    assert not any(line.startswith("  zz-victim  00-warmup  forged") for line in text.splitlines())
     assert all(len(row) == 6 for row in table) and len(table) == len(cases) + 1
     # links, hard links and pipes are listed by name, and nothing they lead to was read
     for name, phrase in listed.items():
