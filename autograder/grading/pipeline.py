@@ -6,7 +6,8 @@ whatever happens to one submission is reported and the others go on.
 
 ``grade`` runs these steps in order: ``_select`` (collect the submissions into submitted/,
 apply --student and --lab), ``_ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
-look at each notebook, one job for each that can be graded), ``_run`` (the jobs on worker
+look at each notebook, one job for each that can be graded, its bytes staged in a folder of
+ours that nbgrader reads instead of submitted/), ``_run`` (the jobs on worker
 processes, each result recorded), ``_scores_and_csv`` (0 for what could not be graded, the
 scores read back, grades.csv).
 """

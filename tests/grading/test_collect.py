@@ -248,6 +248,21 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     assert f"  not graded: crc_1_2_{LAB}.ipynb: could not be read from the zip (BadZipFile: Bad CRC" in text
     assert f"  not graded: link_1_2_{LAB}.ipynb: a symbolic link, not followed" in text
     assert not (tmp_path / f"eve_1_2_{LAB}.ipynb").exists() and not (root.parent / f"eve_1_2_{LAB}.ipynb").exists()
+    # graded again in place, as nbgrader's exchange leaves submitted/: what the student's submit
+    # put beside the notebook is listed, never staged for nbgrader, and the LMS's flag still holds
+    folder = root / "submitted" / "ada" / LAB
+    (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text("c2VjcmV0")
+    (folder / "autograder").mkdir()
+    (folder / "autograder" / "__init__.py").write_text("raise SystemExit('imported from the submission')")
+    options = pipeline.Options(students=["ada"], progress=False)
+    again = pipeline.summary(pipeline.grade(root, root / "submitted", options))
+    assert f"  not graded: ada/{LAB}/timestamp.txt: " in again and "claims '2000-01-01" in again
+    assert f"  not graded: ada/{LAB}/submission_secret.txt: nbgrader's submission secret" in again
+    assert f"  not graded: ada/{LAB}/autograder/__init__.py: an extra file" in again
+    assert sorted(p.name for p in (root / "autograded" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    assert (rows["ada"]["score"], rows["ada"]["late"]) == ("5", "LATE")
 
 
 def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> None:
