@@ -66,6 +66,15 @@ class Outcome:
         return "ok" if self.graded and not self.notes else ("check" if self.graded else "FAILED")
 
 
+class Outcomes(list):
+    """The outcomes of a grading, and ``notes`` about no one submission (folders repaired, files
+    others can read, how to read the late column) that the summary shows first."""
+
+    def __init__(self, outcomes=(), notes: list[str] | None = None) -> None:
+        super().__init__(outcomes)
+        self.notes = list(notes or [])
+
+
 @dataclass
 class Options:
     jobs: int = 1
@@ -208,7 +217,7 @@ def _readable_by_others(root: Path, db_url: str) -> list[str]:
             if path is not None and readable_by_others(path)]
 
 
-def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], list[Outcome]]:
+def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
     """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
     each file that is not graded. A --lab or --student naming nothing there is an error."""
     known_labs = course_labs(root)
@@ -219,9 +228,8 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     pairs = [(s, lab) for s, lab in collected.pairs
              if (not options.labs or lab in options.labs) and (not students or s in students)]
     not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
-    # about the class or the course, not one submission: an Outcome with neither student nor file
-    notes = list(collected.notes) + _readable_by_others(root, options.db_url or default_db_url(root))
-    return pairs, [Outcome("", "", graded=False, notes=notes)] * bool(notes) + not_graded
+    notes = collected.notes + _readable_by_others(root, options.db_url or default_db_url(root))
+    return pairs, Outcomes(not_graded, notes)
 
 
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
@@ -355,14 +363,15 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
             outcomes, jobs = _jobs(root, pairs, options, db_url, lock, scratch)
             _run(root, jobs, outcomes, options, scratch)
             _scores_and_csv(root, outcomes, db_url, course_id, options.csv_path)
-        return [outcomes[key] for key in sorted(outcomes)] + not_graded
+        return Outcomes([outcomes[key] for key in sorted(outcomes)] + not_graded, not_graded.notes)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def summary(outcomes: list[Outcome]) -> str:
     """A per-student, per-lab table, then the lines that need an instructor's eyes. Every name
-    and note is shown on one line (``printable``): no file or folder name can forge a line."""
+    and note is shown on one line (``printable``): no file or folder name can forge a line.
+    ``Outcomes.notes`` (about no one submission) come first."""
     lines = [f"{'student':<20} {'lab':<28} {'score':>9}  status"]
     graded = [o for o in outcomes if o.student and not o.file]
     for o in graded:
@@ -370,7 +379,7 @@ def summary(outcomes: list[Outcome]) -> str:
         unconfined = "" if o.sandboxed else " (no sandbox)"
         lines.append(f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
                      f"{o.status}{late}{unconfined}")
-    attention = [f"  {printable(note)}" for o in outcomes if not o.student and not o.file for note in o.notes]
+    attention = [f"  {printable(note)}" for note in getattr(outcomes, "notes", [])]
     mapped = {o.student: o.original_id for o in graded if o.original_id and o.original_id != o.student}
     attention += [f"  {student}: the student id made from the name \"{printable(name)}\" (grades.csv: original_id)"
                   for student, name in sorted(mapped.items())]
