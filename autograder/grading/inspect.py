@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+
+from autograder.grading.files import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
 # checks' names (bare or as an attribute), setattr on a checks module, or an assignment into
@@ -33,6 +36,7 @@ class Inspection:
     notebook: Path | None  # the file to grade, under its expected name (None: nothing to grade)
     problem: str | None = None  # why it cannot be graded at all
     notes: list[str] = field(default_factory=list)
+    data: bytes = b""  # the notebook's bytes as looked at: what grading stages for nbgrader
 
 
 def _graded_cells(nb) -> dict[str, str]:
@@ -45,25 +49,35 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
     to ``LAB.ipynb``) and compare its test cells with the released notebook ``release``."""
     expected = folder / f"{lab}.ipynb"
     notes: list[str] = []
-    if not expected.is_file():
-        others = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
+    if os.path.lexists(expected) and (why := why_not_plain(os.lstat(expected))):
+        return Inspection(None, f"{lab}.ipynb is {why}; scored 0")
+    if not is_plain(expected):
+        others = sorted(p for p in folder.glob("*.ipynb") if is_plain(p) and p != expected)
         if len(others) != 1:
             found = ", ".join(p.name for p in others) or "no notebook"
             return Inspection(None, f"no {lab}.ipynb in the submission (found {found}); scored 0")
-        expected.write_bytes(others[0].read_bytes())
+        try:
+            renamed = read_plain(others[0])
+        except (OSError, Refused) as err:
+            return Inspection(None, f"{others[0].name} could not be read ({err}); scored 0")
+        expected.unlink(missing_ok=True)  # a link or pipe of that name is never written through
+        expected.write_bytes(renamed)
         notes.append(f"notebook renamed to {others[0].name}: graded as {lab}.ipynb")
     try:
-        nb = nbformat.read(str(expected), as_version=4)
+        data = read_plain(expected)
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Refused as err:
+        return Inspection(None, f"{lab}.ipynb is {err}; scored 0", notes)
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported, not crashed on
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
     if release is not None and release.is_file():
         wanted = _graded_cells(nbformat.read(str(release), as_version=4))
-        found = _graded_cells(nb)
+        present = _graded_cells(nb)
         for grade_id, source in wanted.items():
-            if grade_id not in found:
+            if grade_id not in present:
                 notes.append(f"test cell {grade_id} was deleted: added back and scored")
-            elif found[grade_id].strip() != source.strip():
+            elif present[grade_id].strip() != source.strip():
                 notes.append(f"test cell {grade_id} was edited: restored from the source and scored")
     for cell in nb.cells:
         if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade") \
@@ -71,7 +85,7 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
             name = f"cell {grade_id}" if grade_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
-    return Inspection(expected, None, notes)
+    return Inspection(expected, None, notes, data)
 
 
 def after_grading(autograded: Path) -> list[str]:

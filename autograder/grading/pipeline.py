@@ -6,7 +6,8 @@ whatever happens to one submission is reported and the others go on.
 
 ``grade`` runs these steps in order: ``_select`` (collect the submissions into submitted/,
 apply --student and --lab), ``_ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
-look at each notebook, one job for each that can be graded), ``_run`` (the jobs on worker
+look at each notebook, one job for each that can be graded, its bytes staged in a folder of
+ours that nbgrader reads instead of submitted/), ``_run`` (the jobs on worker
 processes, each result recorded), ``_scores_and_csv`` (0 for what could not be graded, the
 scores read back, grades.csv).
 """
@@ -18,6 +19,7 @@ import csv
 import io
 import os
 import queue
+import re
 import shutil
 import sys
 import tempfile
@@ -30,9 +32,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder.grading import kernel, sandbox
-from autograder.grading.collect import collect, recorded_late
+from autograder.grading.collect import collect, recorded_late, recorded_originals
 from autograder.grading.course import generate, tool_env
 from autograder.grading.course import labs as course_labs
+from autograder.grading.files import readable_by_others
+from autograder.grading.ids import csv_cell, printable, safe_id
 from autograder.grading.inspect import after_grading, inspect_submission
 from autograder.grading.worker import WorkerProcess, lock_gradebook
 
@@ -53,12 +57,22 @@ class Outcome:
     file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
     late: str = ""  # the LMS's late flag and submission time
     sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)
+    original_id: str = ""  # the name the student id was made from, when it had to be mapped
 
     @property
     def status(self) -> str:
         if self.file:
             return "not graded"
         return "ok" if self.graded and not self.notes else ("check" if self.graded else "FAILED")
+
+
+class Outcomes(list):
+    """The outcomes of a grading, and ``notes`` about no one submission (folders repaired, files
+    others can read, how to read the late column) that the summary shows first."""
+
+    def __init__(self, outcomes=(), notes: list[str] | None = None) -> None:
+        super().__init__(outcomes)
+        self.notes = list(notes or [])
 
 
 @dataclass
@@ -144,16 +158,23 @@ def _scores(db_url: str, course_id: str) -> dict[tuple[str, str], tuple[float, f
     return out
 
 
+CSV_HEADER = ["student_id", "lab", "score", "max_score", "late", "original_id"]
+
+
 def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
-              late: dict[tuple[str, str], str] | None = None) -> None:
+              late: dict[tuple[str, str], str] | None = None, originals: dict[str, str] | None = None) -> None:
     """grades.csv: one row per student and lab, sorted, so that reruns give the same bytes;
-    ``late`` holds the LMS's late flag and submission time (empty when it gave none)."""
-    late = late or {}
+    ``late`` holds the LMS's late flag and submission time (empty when it gave none),
+    ``original_id`` the name a mapped id was made from (control characters escaped; else the
+    id itself). Every cell a spreadsheet would read as a formula is neutralised (``csv_cell``)."""
+    late, originals = late or {}, originals or {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student_id", "lab", "score", "max_score", "late"])
+    writer.writerow(CSV_HEADER)
     for (student, lab), (score, max_score) in sorted(scores.items()):
-        writer.writerow([student, lab, f"{score:g}", f"{max_score:g}", late.get((student, lab), "")])
+        row = [student, lab, f"{score:g}", f"{max_score:g}", late.get((student, lab), ""),
+               printable(originals.get(student, student))]
+        writer.writerow([csv_cell(cell) for cell in row])
     path.write_text(buffer.getvalue())
 
 
@@ -187,17 +208,28 @@ def _gradebook_turns(scratch: Path, db_url: str) -> Iterator[str]:
             undo()
 
 
-def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], list[Outcome]]:
+def _readable_by_others(root: Path, db_url: str) -> list[str]:
+    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read."""
+    gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
+    return [f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
+            "(see the instructor guide's hub section)"
+            for shown, path in (("solutions/", root / "solutions"), ("the gradebook", gradebook))
+            if path is not None and readable_by_others(path)]
+
+
+def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
     """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
     each file that is not graded. A --lab or --student naming nothing there is an error."""
     known_labs = course_labs(root)
     _check_selection(options.labs, known_labs, "lab", "in solutions/")
     collected = collect(root, source, known_labs)
-    _check_selection(options.students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
+    students = [safe_id(s) for s in options.students or []]  # the name or its id, in any Unicode form
+    _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
     pairs = [(s, lab) for s, lab in collected.pairs
-             if (not options.labs or lab in options.labs) and (not options.students or s in options.students)]
+             if (not options.labs or lab in options.labs) and (not students or s in students)]
     not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
-    return pairs, not_graded
+    notes = collected.notes + _readable_by_others(root, options.db_url or default_db_url(root))
+    return pairs, Outcomes(not_graded, notes)
 
 
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
@@ -206,18 +238,30 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
     are marked not graded, with the reason, after a look at the notebook)."""
     outcomes: dict[tuple[str, str], Outcome] = {}
     jobs: list[dict] = []
+    late = recorded_late(root)
+    originals = recorded_originals(root)
     for student, lab in pairs:
-        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox)
+        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox,
+                                                     original_id=originals.get(student, ""))
         found = inspect_submission(root / "submitted" / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
         outcome.notes += found.notes
         if found.problem:
             outcome.graded = False
             outcome.notes.append(found.problem)
             continue
+        # nbgrader autograde copies every file of the submission folder into autograded/ and
+        # runs the kernel there: it gets a folder of ours holding the bytes inspected, and the
+        # LMS's submission time, nothing the student chose
+        staged = scratch / "staged" / student / lab
+        staged.mkdir(parents=True)
+        (staged / f"{lab}.ipynb").write_bytes(found.data)
+        if match := re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", late.get((student, lab), "")):
+            (staged / "timestamp.txt").write_text(match.group() + "\n")
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-        config = {"CourseDirectory.db_url": db_url, **kernel.install(
+        config: dict = {"CourseDirectory.db_url": db_url, **kernel.install(
             scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
             name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox)}
+        config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
         jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
@@ -293,10 +337,12 @@ def _scores_and_csv(root: Path, outcomes: dict[tuple[str, str], Outcome], db_url
             _record_zero(db_url, course_id, outcome.student, outcome.lab)
     scores = _scores(db_url, course_id)
     late = recorded_late(root)
+    originals = recorded_originals(root)
     for key, outcome in outcomes.items():
         outcome.score, outcome.max_score = scores.get(key, (0.0, 0.0))
         outcome.late = late.get(key, "")
-    write_csv(csv_path or root / "grades.csv", scores, late)
+        outcome.original_id = originals.get(outcome.student, "")
+    write_csv(csv_path or root / "grades.csv", scores, late, originals)
 
 
 def grade(root: Path, source: Path, options: Options | None = None) -> list[Outcome]:
@@ -317,21 +363,30 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
             outcomes, jobs = _jobs(root, pairs, options, db_url, lock, scratch)
             _run(root, jobs, outcomes, options, scratch)
             _scores_and_csv(root, outcomes, db_url, course_id, options.csv_path)
-        return [outcomes[key] for key in sorted(outcomes)] + not_graded
+        return Outcomes([outcomes[key] for key in sorted(outcomes)] + not_graded, not_graded.notes)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    """A per-student, per-lab table, then the lines that need an instructor's eyes."""
+    """A per-student, per-lab table, then the lines that need an instructor's eyes. Every name
+    and note is shown on one line (``printable``): no file or folder name can forge a line.
+    ``Outcomes.notes`` (about no one submission) come first."""
     lines = [f"{'student':<20} {'lab':<28} {'score':>9}  status"]
-    for o in outcomes:
-        if not o.file:
-            late = f" ({o.late})" if o.late else ""
-            unconfined = "" if o.sandboxed else " (no sandbox)"
-            lines.append(f"{o.student:<20} {o.lab:<28} {o.score:>4g}/{o.max_score:<4g}  {o.status}{late}{unconfined}")
-    attention = [f"  {o.student} / {o.lab}: {note}" for o in outcomes if not o.file for note in o.notes]
-    attention += [f"  not graded: {o.file}: {note}" for o in outcomes if o.file for note in o.notes]
+    graded = [o for o in outcomes if o.student and not o.file]
+    for o in graded:
+        late = f" ({printable(o.late)})" if o.late else ""
+        unconfined = "" if o.sandboxed else " (no sandbox)"
+        lines.append(f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
+                     f"{o.status}{late}{unconfined}")
+    attention = [f"  {printable(note)}" for note in getattr(outcomes, "notes", [])]
+    mapped = {o.student: o.original_id for o in graded if o.original_id and o.original_id != o.student}
+    attention += [f"  {student}: the student id made from the name \"{printable(name)}\" (grades.csv: original_id)"
+                  for student, name in sorted(mapped.items())]
+    attention += [f"  {printable(o.student)} / {printable(o.lab)}: {printable(note)}"
+                  for o in graded for note in o.notes]
+    attention += [f"  not graded: {printable(o.file)}: {printable(note)}"
+                  for o in outcomes if o.file for note in o.notes]
     lines.append("")
     lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
     lines += attention

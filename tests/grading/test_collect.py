@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from grading_helpers import LAB, answered, make_course, released
 
 from autograder import cli
 from autograder.grading import pipeline
-from autograder.grading.collect import LATE_FILE, collect, parse_name
+from autograder.grading.collect import collect, parse_name, recorded_late, recorded_originals
+from autograder.grading.ids import safe_id
 
 
 def _zip(path: Path, members: dict[str, str]) -> Path:
@@ -87,7 +89,8 @@ def test_lms_zip_with_odd_names_and_strays(tmp_path: Path) -> None:
         f"{LAB}.ipynb": "no student id in its name (STUDENT_..._LAB.ipynb) or its folder's",
     }
     assert collected.late == {("ada", LAB): "LATE"}
-    assert (root / "submitted" / "ada" / LAB / LATE_FILE).read_text().strip() == "LATE"
+    assert recorded_late(root) == {("ada", LAB): "LATE"}
+    assert sorted(p.name for p in (root / "submitted" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
 
 
 def test_zip_archive_is_closed(tmp_path: Path, monkeypatch) -> None:
@@ -120,12 +123,13 @@ def test_latest_resubmission_wins(tmp_path: Path) -> None:
     assert all(f"ada_1_2_{LAB}-2.ipynb is graded instead" in r for r in _reasons(collected).values())
 
 
-def test_blackboard_time_is_kept_for_nbgrader(tmp_path: Path) -> None:
-    """Does a submission time in the name reach `late` and nbgrader's timestamp.txt?"""
+def test_blackboard_time_is_kept_for_a_regrade(tmp_path: Path) -> None:
+    """Does a submission time in the name reach `late`, and is it still known when submitted/
+    is graded again in place?"""
     root = make_course(tmp_path / "course")
     archive = _zip(tmp_path / "class.zip", {f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb": "{}"})
     assert collect(root, archive, [LAB]).late == {("eve", LAB): "2024-03-01 15:04:05"}
-    assert (root / "submitted" / "eve" / LAB / "timestamp.txt").read_text().strip() == "2024-03-01 15:04:05"
+    assert collect(root, root / "submitted", [LAB]).late == {("eve", LAB): "2024-03-01 15:04:05"}
 
 
 def test_stray_files_in_a_folder_are_listed(tmp_path: Path) -> None:
@@ -206,8 +210,11 @@ def test_unknown_student_or_lab_is_an_error(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.slow
 def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
-    """Are all three odd LMS names graded, the LATE tag in grades.csv's late column, and the
-    stray files and the superseded resubmission in the summary?"""
+    """Are all the odd LMS names graded (Hangul written decomposed, an accented Moodle folder),
+    the LATE tag in grades.csv's late column but not a time the student put in their file name,
+    a file named for Bob in Ada's Moodle folder graded as Ada's, and the stray files, the
+    superseded resubmission, a zip bomb, a member with a bad CRC, a link and a member whose
+    name climbs out of the folder in the summary, the rest graded?"""
     root = make_course(tmp_path / "course")
     archive = _zip(tmp_path / "class.zip", {
         f"ada_LATE_12345_678_{LAB}-1.ipynb": nbformat.writes(answered()),
@@ -215,11 +222,199 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
         f"ben_1_2_Copy of {LAB}.ipynb": nbformat.writes(answered("relu")),
         "cy_3_4_00_warmup.ipynb": nbformat.writes(released()),
         "readme.txt": "not a notebook",
+        unicodedata.normalize("NFD", f"김민수_5_6_{LAB}.ipynb"): nbformat.writes(answered()),
+        f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered("relu")),
+        f"Ada Lovelace_8_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "{}",
+        f"Bob Smith_9_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered()),
+        f"dee_1_2_2020-01-01-00-00-00_{LAB}.ipynb": "{}",  # a time in the student's own file name
+        f"../../eve_1_2_{LAB}.ipynb": "{}",
     })
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr(f"bomb_1_2_{LAB}.ipynb", "0" * (20 * 2**20), zipfile.ZIP_DEFLATED)
+        zf.writestr(f"crc_1_2_{LAB}.ipynb", "GOOD-BYTES", zipfile.ZIP_STORED)
+        link = zipfile.ZipInfo(f"link_1_2_{LAB}.ipynb")
+        link.external_attr = (0o120777 << 16)
+        zf.writestr(link, str(root / "solutions" / LAB / f"{LAB}.ipynb"))
+    archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
     outcomes = pipeline.grade(root, archive, pipeline.Options(jobs=2, progress=False))
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
-    assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == \
-        {"ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, "")}
+    assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == {
+        "ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, ""), "김민수": (5.0, ""), "Élodie Durand": (2.0, ""),
+        "Ada Lovelace": (0.0, ""), "Bob Smith": (5.0, ""), "dee": (0.0, ""), "eve": (0.0, "")}
     text = pipeline.summary(outcomes)
     assert "  not graded: readme.txt: not a notebook" in text
     assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text
+    assert f"  not graded: bomb_1_2_{LAB}.ipynb: expands more than 100:1" in text
+    assert f"  not graded: crc_1_2_{LAB}.ipynb: could not be read from the zip (BadZipFile: Bad CRC" in text
+    assert f"  not graded: link_1_2_{LAB}.ipynb: a symbolic link, not followed" in text
+    assert not (tmp_path / f"eve_1_2_{LAB}.ipynb").exists() and not (root.parent / f"eve_1_2_{LAB}.ipynb").exists()
+    # graded again in place, as nbgrader's exchange leaves submitted/: what the student's submit
+    # put beside the notebook is listed, never staged for nbgrader, and the LMS's flag still holds
+    folder = root / "submitted" / "ada" / LAB
+    (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text("c2VjcmV0")
+    (folder / "autograder").mkdir()
+    (folder / "autograder" / "__init__.py").write_text("raise SystemExit('imported from the submission')")
+    options = pipeline.Options(students=["ada"], progress=False)
+    again = pipeline.summary(pipeline.grade(root, root / "submitted", options))
+    assert f"  not graded: ada/{LAB}/timestamp.txt: " in again and "claims '2000-01-01" in again
+    assert f"  not graded: ada/{LAB}/submission_secret.txt: nbgrader's submission secret" in again
+    assert f"  not graded: ada/{LAB}/autograder/__init__.py: an extra file" in again
+    assert sorted(p.name for p in (root / "autograded" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    assert (rows["ada"]["score"], rows["ada"]["late"]) == ("5", "LATE")
+
+
+def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> None:
+    """Does a file named for another student inside Ada's folder (Moodle's zip folders, or a
+    folder source) count for Ada alone, leaving Bob's own submission in place?"""
+    root = make_course(tmp_path / "course")
+    archive = _zip(tmp_path / "class.zip", {
+        f"Ada Lovelace_11_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "ada's",
+        f"Bob Smith_22_assignsubmission_file_/{LAB}.ipynb": "bob's",
+    })
+    assert collect(root, archive, [LAB]).pairs == [("Ada Lovelace", LAB), ("Bob Smith", LAB)]
+    assert (_graded(root, "Ada Lovelace"), _graded(root, "Bob Smith")) == ("ada's", "bob's")
+    inbox = tmp_path / "inbox"
+    (inbox / "ada").mkdir(parents=True)
+    (inbox / "ada" / f"ben_1_2_{LAB}-99.ipynb").write_text("ada's")
+    (inbox / "ben" / LAB).mkdir(parents=True)
+    (inbox / "ben" / LAB / f"{LAB}.ipynb").write_text("ben's")
+    assert collect(root, inbox, [LAB]).pairs == [("ada", LAB), ("ben", LAB)]
+    assert (_graded(root, "ada"), _graded(root, "ben")) == ("ada's", "ben's")
+
+
+@pytest.mark.parametrize("name", [f"cy_3_4_2020-01-01-00-00-00_{LAB}.ipynb", f"cy_3_4_LATE_{LAB}.ipynb",
+                                  f"cy_LATE_{LAB}.ipynb"])
+def test_lateness_is_never_read_from_the_students_part_of_a_name(tmp_path: Path, name: str) -> None:
+    """Does a time or a LATE tag in the part of a Canvas name the student chose leave `late` empty?"""
+    root = make_course(tmp_path / "course")
+    collected = collect(root, _zip(tmp_path / "class.zip", {name: "cy"}), [LAB])
+    assert collected.pairs == [("cy", LAB)] and collected.late == {}
+
+
+def test_names_of_any_script_and_form_are_students(tmp_path: Path) -> None:
+    """Are Hangul and accented names, composed or decomposed, with or without the zip's UTF-8
+    flag, each one student under the composed name?"""
+    root = make_course(tmp_path / "course")
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(unicodedata.normalize("NFD", f"김민수_1_2_{LAB}.ipynb"), "kim")
+        zf.writestr(f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb", "elodie")
+        zf.writestr(f"{'X' * len('이서연'.encode())}_3_4_{LAB}.ipynb", "lee")
+    # written by an archiver that puts UTF-8 bytes in the name without setting the UTF-8 flag
+    archive.write_bytes(archive.read_bytes().replace(b"X" * len("이서연".encode()), "이서연".encode()))
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == sorted([("김민수", LAB), ("이서연", LAB), ("Élodie Durand", LAB)])
+    assert _graded(root, "김민수") == "kim" and collected.not_graded == []
+    inbox = tmp_path / "inbox"
+    (inbox / unicodedata.normalize("NFD", "Zoë Ngô") / LAB).mkdir(parents=True)
+    (inbox / unicodedata.normalize("NFD", "Zoë Ngô") / LAB / f"{LAB}.ipynb").write_text("zoe")
+    assert collect(root, inbox, [LAB]).pairs == [("Zoë Ngô", LAB)]
+
+
+def test_unsafe_names_are_mapped_and_remembered(tmp_path: Path) -> None:
+    """Are a glob, a newline and a formula in folder names mapped to safe ids (the originals kept
+    for grades.csv), next to a student whose name the glob would match, and does a regrade of
+    submitted/ in place find the same students again?"""
+    root = make_course(tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    names = ["[Z]ed", "Zed", "names\nnewline", "=1+1"]
+    for name in names:
+        (inbox / name / LAB).mkdir(parents=True)
+        (inbox / name / LAB / f"{LAB}.ipynb").write_text(name)
+    collected = collect(root, inbox, [LAB])
+    ids = {name: safe_id(name) for name in names}
+    assert collected.pairs == sorted((ids[n], LAB) for n in names)
+    assert ids["Zed"] == "Zed" and all(_graded(root, ids[n]) == n for n in names)
+    assert recorded_originals(root) == {ids[n]: n for n in names if n != "Zed"}
+    assert sorted(p.name for p in (root / "submitted").iterdir() if not p.name.startswith(".")) == sorted(ids.values())
+    again = collect(root, root / "submitted", [LAB])
+    assert again.pairs == collected.pairs and again.not_graded == []
+
+
+def test_only_the_notebook_is_copied_and_every_other_file_listed(tmp_path: Path) -> None:
+    """From a lab folder with an extra file, a nested folder, a link, a hard link and a named
+    pipe, is only the notebook copied, each other file listed by name, none opened?"""
+    root = make_course(tmp_path / "course")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("FAKE-KEY-0451")
+    lab = tmp_path / "inbox" / "ada" / LAB
+    (lab / "pkg").mkdir(parents=True)
+    (lab / f"{LAB}.ipynb").write_text("ada")
+    (lab / "pkg" / "__init__.py").write_text("import os")
+    (lab / "id_rsa").symlink_to(home / ".ssh" / "id_rsa")
+    os.link(home / ".ssh" / "id_rsa", lab / "notes.txt")
+    os.mkfifo(lab / "pipe")
+    (tmp_path / "inbox" / "ben" / LAB).mkdir(parents=True)
+    (tmp_path / "inbox" / "ben" / LAB / f"{LAB}.ipynb").symlink_to(root / "solutions" / LAB / f"{LAB}.ipynb")
+    os.link(root / "solutions" / LAB / f"{LAB}.ipynb", tmp_path / "inbox" / "ben" / f"{LAB}.ipynb")
+    collected = collect(root, tmp_path / "inbox", [LAB])
+    assert collected.pairs == [("ada", LAB), ("ben", LAB)]  # ben handed in a lab folder: scored 0, with the reason
+    assert sorted(p.name for p in (root / "submitted" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    assert list((root / "submitted" / "ben" / LAB).iterdir()) == []
+    reasons = _reasons(collected)
+    assert reasons[f"ada/{LAB}/id_rsa"] == "a symbolic link, not followed"
+    assert reasons[f"ada/{LAB}/notes.txt"].startswith("a hard link")
+    assert reasons[f"ada/{LAB}/pipe"] == "a named pipe (FIFO), not read"
+    assert reasons[f"ada/{LAB}/pkg/__init__.py"] == "an extra file beside the notebook: not copied, not graded"
+    assert reasons[f"ben/{LAB}/{LAB}.ipynb"] == "a symbolic link, not followed"
+    assert reasons[f"ben/{LAB}.ipynb"].startswith("a hard link")
+    assert not any(b"FAKE-KEY" in p.read_bytes() or b"BEGIN SOLUTION" in p.read_bytes()
+                   for p in (root / "submitted").rglob("*") if p.is_file())
+
+
+def test_exchange_files_in_place_are_listed_and_the_timestamp_only_claimed(tmp_path: Path) -> None:
+    """Graded in place after nbgrader's collect, are timestamp.txt (shown as a claim, not used
+    for `late`) and submission_secret.txt listed, with a word on the late column, and is a
+    folder others can write closed before it is read?"""
+    root = make_course(tmp_path / "course")
+    lab = root / "submitted" / "ada" / LAB
+    lab.mkdir(parents=True)
+    (lab / f"{LAB}.ipynb").write_text("ada")
+    (lab / "timestamp.txt").write_text("2020-01-01 00:00:00.000000 UTC")
+    (lab / "submission_secret.txt").write_text("c2VjcmV0")
+    lab.chmod(0o777)
+    collected = collect(root, root / "submitted", [LAB])
+    assert collected.pairs == [("ada", LAB)] and collected.late == {}
+    reasons = _reasons(collected)
+    assert "a claim" in reasons[f"ada/{LAB}/timestamp.txt"] and "2020-01-01" in reasons[f"ada/{LAB}/timestamp.txt"]
+    assert "submission secret" in reasons[f"ada/{LAB}/submission_secret.txt"]
+    assert any("late column is empty" in note for note in collected.notes)
+    assert any(note.startswith(f"ada/{LAB}/: was writable by others (mode 777)") for note in collected.notes)
+    assert lab.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_bomb_and_a_bad_crc_cost_their_members_only(tmp_path: Path) -> None:
+    """In a zip with a 1000:1 member and a member with a bad CRC, are both listed and the rest
+    collected?"""
+    root = make_course(tmp_path / "course")
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"ada_1_2_{LAB}.ipynb", "ada")
+        zf.writestr(f"bomb_1_2_{LAB}.ipynb", "0" * (20 * 2**20), zipfile.ZIP_DEFLATED)
+        zf.writestr(f"crc_1_2_{LAB}.ipynb", "GOOD-BYTES", zipfile.ZIP_STORED)
+    archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
+    collected = collect(root, archive, [LAB])
+    assert collected.pairs == [("ada", LAB)]
+    assert "expands more than 100:1" in _reasons(collected)[f"bomb_1_2_{LAB}.ipynb"]
+    assert "Bad CRC" in _reasons(collected)[f"crc_1_2_{LAB}.ipynb"]
+
+
+def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path) -> None:
+    """Does grading warn when every user can read the solutions (hidden tests) or the gradebook,
+    and say nothing once they are closed?"""
+    root = make_course(tmp_path / "course")
+    (root / "gradebook.db").write_bytes(b"")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for path in (root / "solutions", root / "gradebook.db"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    _, outcomes = pipeline._select(root, inbox, pipeline.Options())
+    text = pipeline.summary(outcomes)
+    assert outcomes == []  # notes about the course, not outcomes of a submission
+    assert "  solutions/ (" in text and "  the gradebook (" in text and "chmod o-rwx" in text
+    for path in (root / "solutions", root / "gradebook.db"):
+        path.chmod(0o750 if path.is_dir() else 0o640)
+    assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []

@@ -9,6 +9,7 @@ import csv
 import os
 import socket
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -16,6 +17,7 @@ import pytest
 from grading_helpers import LAB, answered, processes_with, released, submit, with_cell
 
 from autograder.grading import pipeline, sandbox
+from autograder.grading.ids import safe_id
 
 PLANTED = "ch99_planted.py"
 
@@ -118,6 +120,38 @@ SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
           "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
 
 
+FORGED = "names-newline\n  zz-victim  00-warmup  forged line"  # a line of the summary's, forged
+HANGUL = unicodedata.normalize("NFD", "김민수")  # as macOS writes it; graded as the composed name
+SNOOP_EXTRAS = ("import os\nfor name in ('id_rsa', 'notes.txt'):\n"
+                "    print(open(name).read() if os.path.exists(name) else name)")
+
+
+def plant_intake_attacks(inbox: Path, course: Path, home: Path) -> dict[str, str]:
+    """Links, a hard link, a pipe and a Moodle-named file for another student in the class's
+    folders, and a folder others can write; returns each listed file with what the summary says."""
+    key = home / ".ssh" / "id_rsa"
+    key.parent.mkdir()
+    key.write_text("-----BEGIN FAKE KEY-----\nKEY-SECRET-0451\n")
+    solutions = course / "solutions" / LAB / f"{LAB}.ipynb"
+    (inbox / "links-notebook" / LAB).mkdir(parents=True)
+    (inbox / "links-notebook" / LAB / f"{LAB}.ipynb").symlink_to(solutions)
+    (inbox / "links-hardlink" / LAB).mkdir(parents=True)
+    os.link(solutions, inbox / "links-hardlink" / LAB / f"{LAB}.ipynb")
+    extras = inbox / "links-extra" / LAB
+    (extras / "id_rsa").symlink_to(key)
+    os.link(key, extras / "notes.txt")
+    os.mkfifo(extras / "pipe")
+    moodle = submit(inbox, "names-moodle", released(), name=f"../zz-victim_{LAB}-99.ipynb")  # beside the lab folder
+    os.utime(moodle, (os.stat(moodle).st_mtime + 60,) * 2)  # newer than the lab folder's notebook
+    for folder in (inbox / "perms-open", inbox / "perms-open" / LAB):
+        folder.chmod(0o777)
+    return {f"links-notebook/{LAB}/{LAB}.ipynb": "a symbolic link, not followed",
+            f"links-hardlink/{LAB}/{LAB}.ipynb": "a hard link",
+            f"links-extra/{LAB}/id_rsa": "a symbolic link, not followed",
+            f"links-extra/{LAB}/notes.txt": "a hard link", f"links-extra/{LAB}/pipe": "a named pipe (FIFO)",
+            f"names-moodle/{LAB}/": f"names-moodle/zz-victim_{LAB}-99.ipynb is graded instead"}
+
+
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
 
@@ -152,11 +186,24 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         "disk-fill": (with_cell(released(), "relu", DISK_FILL), 0, None),
         "ctypes": (with_cell(stub, "relu", "import ctypes\nctypes.string_at(0)"), 0, "the kernel died"),
         "signals": (with_cell(answered(), "relu", SIGNALS), 5, None),
+        "links-notebook": (None, 0, f"no {LAB}.ipynb in the submission"),
+        "links-hardlink": (None, 0, f"no {LAB}.ipynb in the submission"),
+        "links-extra": (with_cell(answered(), "relu", SNOOP_EXTRAS), 5, None),
+        "[Z]ed": (released(), 0, None),  # nbgrader must not read it as a pattern that matches Zed
+        "Zed": (answered(), 5, None),
+        FORGED: (released(), 0, None),
+        "=1+1": (released(), 0, None),
+        "names-moodle": (answered(), 0, None),  # its newer file named for zz-victim is graded, as its own
+        HANGUL: (answered(), 5, None),
+        "Zoë Ngô": (answered("relu"), 2, None),
+        "perms-open": (answered(), 5, None),
         "zz-victim": (answered(), 5, None),
     }
     inbox = tmp_path / "inbox"
     for student, (nb, _, _) in cases.items():
-        submit(inbox, student, nb)
+        if nb is not None:
+            submit(inbox, student, nb)
+    listed = plant_intake_attacks(inbox, course, home)
     course_files = _files(course)
     # this grading's scratch folders (in its kernels' and children's command lines) tell its
     # processes from those of gradings that other tests may run meanwhile
@@ -178,12 +225,30 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     print(text)
     by_student = {o.student: o for o in outcomes}
     for student, (_, score, phrase) in cases.items():
-        assert (by_student[student].score, by_student[student].max_score) == (score, 5), f"{student}: {text}"
+        graded = by_student[safe_id(student)]
+        assert (graded.score, graded.max_score) == (score, 5), f"{student!r}: {text}"
         if phrase:
-            assert any(line.startswith(f"  {student} / {LAB}:") and phrase in line for line in text.splitlines()), \
-                f"{student}: no line saying {phrase!r} in\n{text}"
+            assert any(line.startswith(f"  {safe_id(student)} / {LAB}:") and phrase in line
+                       for line in text.splitlines()), f"{student}: no line saying {phrase!r} in\n{text}"
+    table = list(csv.reader((course / "grades.csv").open()))
+    assert table[0] == ["student_id", "lab", "score", "max_score", "late", "original_id"]
     rows = {r["student_id"]: float(r["score"]) for r in csv.DictReader((course / "grades.csv").open())}
-    assert rows == {s: float(c[1]) for s, c in cases.items()}
+    assert rows == {safe_id(s): float(c[1]) for s, c in cases.items()}
+    # names are data: kept in their own column, with no formula a spreadsheet would run
+    originals = {r["student_id"]: r["original_id"] for r in csv.DictReader((course / "grades.csv").open())}
+    assert originals[safe_id("=1+1")] == "'=1+1" and originals["김민수"] == "김민수"
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in table for cell in row)
+    assert not any(line.startswith("  zz-victim  00-warmup  forged") for line in text.splitlines())
+    assert all(len(row) == 6 for row in table) and len(table) == len(cases) + 1
+    # links, hard links and pipes are listed by name, and nothing they lead to was read
+    for name, phrase in listed.items():
+        assert any(line.startswith(f"  not graded: {name}: ") and phrase in line for line in text.splitlines()), \
+            f"{name}: no line saying {phrase!r} in\n{text}"
+    assert "  perms-open/: was writable by others (mode 777)" in text
+    for folder in ("autograded", "feedback"):
+        assert sorted(p.name for p in (course / folder / "links-extra" / LAB).iterdir()) in \
+            ([f"{LAB}.ipynb"], [f"{LAB}.html"]), folder
+    assert not any(b"KEY-SECRET-0451" in p.read_bytes() for p in course.rglob("*") if p.is_file())
     # nothing left behind: no planted module, no file outside the grading outputs, no process, no connection
     assert not planted_exists
     assert _files(package) == package_files

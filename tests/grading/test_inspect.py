@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -62,3 +63,28 @@ def test_cells_that_patch_checks_are_named(tmp_path: Path) -> None:
         notes = inspect_submission(path.parent, LAB, RELEASE).notes
         assert any("patches a check function" in n for n in notes) == flagged, source
         nbformat.read(str(path), as_version=4)
+
+
+def test_a_linked_notebook_is_refused_unread(tmp_path: Path) -> None:
+    """Is a LAB.ipynb that is a symbolic or hard link (to the solutions, say) refused with a
+    message naming it, and its target never read, nor a lone link taken as a renamed notebook?"""
+    solutions = REPO / "solutions" / LAB / f"{LAB}.ipynb"
+    (tmp_path / "ada" / LAB).mkdir(parents=True)
+    (tmp_path / "ada" / LAB / f"{LAB}.ipynb").symlink_to(solutions)
+    found = inspect_submission(tmp_path / "ada" / LAB, LAB, RELEASE)
+    assert found.problem == f"{LAB}.ipynb is a symbolic link, not followed; scored 0" and found.data == b""
+    target = tmp_path / "outside.ipynb"
+    target.write_bytes(solutions.read_bytes())
+    (tmp_path / "ben" / LAB).mkdir(parents=True)
+    os.link(target, tmp_path / "ben" / LAB / f"{LAB}.ipynb")
+    assert inspect_submission(tmp_path / "ben" / LAB, LAB, RELEASE).problem.startswith(f"{LAB}.ipynb is a hard link")
+    (tmp_path / "cy" / LAB).mkdir(parents=True)
+    (tmp_path / "cy" / LAB / "mine.ipynb").symlink_to(solutions)
+    assert "found no notebook" in inspect_submission(tmp_path / "cy" / LAB, LAB, RELEASE).problem
+    assert not (tmp_path / "cy" / LAB / f"{LAB}.ipynb").exists()
+
+
+def test_the_bytes_looked_at_are_the_bytes_staged(tmp_path: Path) -> None:
+    """Does the look at a submission hand back the very bytes it read, for grading to stage?"""
+    path = submit(tmp_path, "ada", answered())
+    assert inspect_submission(path.parent, LAB, RELEASE).data == path.read_bytes()

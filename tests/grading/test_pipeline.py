@@ -19,4 +19,4 @@ def test_grade_leaves_the_callers_path_alone(tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert pipeline.grade(root, inbox, pipeline.Options(progress=False)) == []
     assert os.environ["PATH"] == "/usr/bin:/bin"
-    assert (root / "grades.csv").read_text() == "student_id,lab,score,max_score,late\n"
+    assert (root / "grades.csv").read_text() == "student_id,lab,score,max_score,late,original_id\n"

@@ -70,5 +70,5 @@ def test_grades_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
     submit(inbox, "ben", released())
     pipeline.grade(root, inbox, pipeline.Options(jobs=2, db_url=postgres_url, progress=False))
     assert (root / "grades.csv").read_text() == \
-        "student_id,lab,score,max_score,late\nada,00-warmup,5,5,\nben,00-warmup,0,5,\n"
+        "student_id,lab,score,max_score,late,original_id\nada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\n"
     assert not (root / "gradebook.db").exists()

@@ -1,0 +1,69 @@
+"""Student ids are data: the names an LMS or a folder gives, made safe for nbgrader, paths,
+the summary and a spreadsheet.
+
+An id is normalised to Unicode NFC (macOS writes names decomposed, NFD; the same student must
+get the same id). Letters of any script (with their combining marks), digits, the space and
+``. _ - @`` are kept as they are. Any other id is mapped, never refused, to a slug of its safe
+characters plus a short hash of the original: control characters, ``/``, the glob characters
+``* ? [ ]`` (nbgrader matches ids as glob patterns), a leading ``.`` or ``-`` (a hidden file,
+an option), a leading or trailing space and a name longer than ``MAX_BYTES`` always force it.
+The original is kept (the summary shows the mapping, grades.csv has it in ``original_id``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+MAX_BYTES = 120  # in UTF-8: far below a file name's 255 bytes, with room for suffixes
+_PUNCTUATION = frozenset(" ._-@")
+# characters that change how the text around them is shown: bidirectional overrides and isolates
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+# a spreadsheet reads a cell that starts with one of these as a formula (OWASP CSV injection)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _kept(char: str) -> bool:
+    return char in _PUNCTUATION or unicodedata.category(char)[0] in "LM" or unicodedata.category(char) == "Nd"
+
+
+def is_safe(student: str) -> bool:
+    """May this (NFC) id be used as it is, as a folder name and by nbgrader?"""
+    return (bool(student) and all(_kept(c) for c in student) and student[0] not in ".-"
+            and student == student.strip() and len(student.encode()) <= MAX_BYTES)
+
+
+def safe_id(original: str) -> str:
+    """The id grading uses for the name ``original``: itself in NFC when safe, else a slug and
+    a hash of the original (the same name always gives the same id)."""
+    student = nfc(original)
+    if is_safe(student):
+        return student
+    digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    slug = "".join(c if _kept(c) and c != " " else "_" for c in student)
+    slug = "_".join(part for part in slug.split("_") if part).lstrip(".-")[:40].rstrip(".-_ ")
+    return f"{slug or 'student'}-{digest}"
+
+
+def printable(text: str) -> str:
+    """``text`` on one line for the summary: control, line-breaking and bidirectional
+    characters written as escapes, so that no name can forge or reorder a line."""
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif unicodedata.category(char) in ("Cc", "Zl", "Zp", "Cs") or char in _BIDI:
+            out.append(char.encode("unicode_escape", "backslashreplace").decode("ascii"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def csv_cell(text: str) -> str:
+    """A cell a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return gets
+    a single quote in front (the OWASP advice for CSV injection)."""
+    return "'" + text if text.startswith(_FORMULA_START) else text

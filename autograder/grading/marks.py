@@ -1,0 +1,52 @@
+"""What collecting learnt about a class that its files cannot be trusted to say again: the
+LMS's late flags and submission times, and the original names of mapped student ids.
+
+Kept in one file of ours, ``ROOT/submitted/.intake.json``, not beside the notebooks: a file
+beside a notebook may have been written by the student (nbgrader's exchange copies whatever
+the student's submit put there, ``timestamp.txt`` included), so nothing there decides a grade.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grading.files import Refused, read_plain
+
+NAME = ".intake.json"
+
+
+@dataclass
+class Marks:
+    late: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab): "LATE", a time, or both
+    originals: dict[str, str] = field(default_factory=dict)  # a mapped id: the name it was mapped from
+
+
+def path(root: Path) -> Path:
+    return Path(root) / "submitted" / NAME
+
+
+def load(root: Path) -> Marks:
+    """The marks kept so far (none when the file is missing or damaged)."""
+    try:
+        data = json.loads(read_plain(path(root)))
+        late = {(s, lab): str(v) for s, labs in data.get("late", {}).items() for lab, v in labs.items() if v}
+        return Marks(late, {str(k): str(v) for k, v in data.get("originals", {}).items()})
+    except (OSError, Refused, ValueError, AttributeError, TypeError):
+        return Marks()
+
+
+def save(root: Path, marks: Marks) -> None:
+    late: dict[str, dict[str, str]] = {}
+    for (student, lab), value in sorted(marks.late.items()):
+        if value:
+            late.setdefault(student, {})[lab] = value
+    target = path(root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(NAME + ".new")
+    temporary.unlink(missing_ok=True)
+    temporary.write_text(json.dumps({"late": late, "originals": dict(sorted(marks.originals.items()))},
+                                    ensure_ascii=False, indent=1) + "\n")
+    os.replace(temporary, target)
