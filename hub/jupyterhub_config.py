@@ -10,7 +10,9 @@ permissions do that (the guide's commands): the course folder belongs to the ins
 group and nobody else may enter it, and each home is its owner's alone.
 
 The names come from the environment, with the guide's defaults, so that the same file serves
-any machine: ``COURSE_ENV`` (the shared environment), ``COURSE_INSTRUCTORS`` and
+any machine: ``COURSE_ENV`` (the shared environment), ``COURSE_ROOT`` (the course folder, where an
+instructor's JupyterLab opens: Formgrader only works on a course inside the server's root
+folder; the hub reads nothing from it), ``COURSE_INSTRUCTORS`` and
 ``COURSE_STUDENTS`` (the two Unix groups), ``HUB_BIND_URL`` (where the hub listens; put a
 TLS-terminating proxy in front of it for anything but the loopback), and, for a machine where
 the default ports are taken, ``HUB_INTERNAL_URL`` and ``HUB_PROXY_API_URL``.
@@ -27,6 +29,7 @@ from pathlib import Path
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 
 ENV = os.environ.get("COURSE_ENV", "/opt/transformer-course")
+COURSE_ROOT = os.environ.get("COURSE_ROOT", "/srv/transformer-course")
 INSTRUCTORS = os.environ.get("COURSE_INSTRUCTORS", "transformer-instructors")
 STUDENTS = os.environ.get("COURSE_STUDENTS", "transformer-students")
 
@@ -65,11 +68,14 @@ def student_settings() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "jupyter_student")
 
 
-def apply_student_settings(spawner) -> None:
-    """Give every server but an instructor's the student's Jupyter settings (read before the user's own)."""
-    if not is_instructor(spawner.user.name):
+def apply_role(spawner) -> None:
+    """An instructor's JupyterLab opens on the course folder; every other server gets the student's
+    Jupyter settings (read before the user's own)."""
+    if is_instructor(spawner.user.name):
+        spawner.notebook_dir = COURSE_ROOT
+    else:
         # a new dict: the configured one is shared by every spawner
         spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": student_settings()}
 
 
-c.Spawner.pre_spawn_hook = apply_student_settings
+c.Spawner.pre_spawn_hook = apply_role

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,11 +84,13 @@ def run(name: str, names: dict[str, str], user: str | None = None, log: Path | N
     assert (user is None) == (block.role == "hub-root"), f"{name} is a {block.role} block"
     args, env = command(block, names, user, **extra)
     cwd = home(user) if user else "/"
+    start = time.monotonic()
     done = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     output = done.stdout + done.stderr
     if log is not None:
         with open(log, "a") as out:
-            out.write(f"===== {name} as {user or 'root'} (exit {done.returncode})\n{output}\n")
+            out.write(f"===== {name} as {user or 'root'}: exit {done.returncode} after "
+                      f"{time.monotonic() - start:.0f} s\n{output}\n")
     if done.returncode != 0:
         raise AssertionError(f"the guide's block {name}, run as {user or 'root'}, failed "
                              f"(exit {done.returncode}):\n{block.code}\n--- output:\n{output[-4000:]}")

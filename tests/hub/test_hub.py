@@ -191,9 +191,9 @@ def _browser_student(run: Run, name: str, profile: Path) -> None:
         browser.find_element(By.ID, "username_input").send_keys(name)
         browser.find_element(By.ID, "password_input").send_keys(run.passwords[name])
         browser.find_element(By.ID, "login_submit").click()
-        _menu(browser, "Nbgrader")
-        run.menu = list(_menu(browser, "Nbgrader"))
-        _menu(browser, "Nbgrader")["Assignment List"].click()
+        entries = _menu(browser, "Nbgrader")
+        run.menu = list(entries)
+        entries["Assignment List"].click()
         _button(browser, "Fetch").click()
         _button(browser, "Submit")  # the lab is fetched
 
@@ -233,7 +233,9 @@ def run(tmp_path_factory) -> Iterator[Run]:
              "COURSE_REPO": str(base / "repo"), "COURSE_INSTRUCTORS": f"{prefix}-instructors",
              "COURSE_STUDENTS": f"{prefix}-students", "NBGRADER_EXCHANGE": str(base / "exchange"),
              "HUB_DIR": str(base / "hub"), "INSTRUCTOR": instructor, "LAB": LAB}
-    log = tmp_path_factory.mktemp("hub") / "steps.log"
+    log = hh.REPO / "_build" / "hub-test" / "steps.log"  # each step's output and time; hub.log beside it
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
     passwords = {u: secrets.token_urlsafe(12) for u in (instructor, *students)}
     run = Run(f"http://127.0.0.1:{_free_port()}", names, instructor, students, passwords, log)
     try:
@@ -333,6 +335,18 @@ def test_students_get_the_student_settings_and_the_instructor_formgrader(run):
     assert sorted(s["student"] for s in json.loads(body)) == sorted(run.students)
 
 
+def test_students_run_the_course_wheel(run):
+    """Does a student's Python import the course package from the shared environment's own copy of
+    the wheel (not an editable install pointing into the instructor's clone)?"""
+    env = run.names["COURSE_ENV"]
+    found = hh.as_user(run.students[0], f"{env}/bin/python", "-c",
+                       "import autograder, importlib.metadata as m; print(autograder.__file__);"
+                       "print(m.distribution('transformer-course').read_text('direct_url.json'))")
+    assert found.returncode == 0, found.stderr
+    where, origin = found.stdout.split("\n", 1)
+    assert where.startswith(f"{env}/lib/") and '"editable": true' not in origin, found.stdout
+
+
 def _page_config(user: HubUser) -> dict:
     status, page = user.get("/lab")
     assert status == 200, page[-2000:]
@@ -365,7 +379,8 @@ def test_formgrader_turned_back_on_by_a_student_reaches_nothing(run):
     jupyter = hh.home(browser) / ".jupyter"
     (jupyter / "labconfig").mkdir(parents=True, exist_ok=True)
     (jupyter / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": True}}}))
+        {"ServerApp": {"root_dir": "/",  # Formgrader serves only a course inside the server's root folder
+                       "jpserver_extensions": {"nbgrader.server_extensions.formgrader": True}}}))
     (jupyter / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {t: False for t in INSTRUCTOR_TOOLS}}))
     course = run.names["COURSE_ROOT"]
