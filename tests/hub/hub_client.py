@@ -23,7 +23,7 @@ class HubUser:
         self.opener.open(urllib.request.Request(f"{base}/hub/login", data=form), timeout=timeout).read()
         # the login starts a new session, and the hub's XSRF token is tied to the session: take the new one
         self.opener.open(f"{base}/hub/home", timeout=timeout).read()
-        xsrf = [c.value for c in jar if c.name == "_xsrf"][-1]
+        xsrf = next(c.value for c in jar if c.name == "_xsrf" and c.path == "/hub/")  # not the user server's
         reply = self.opener.open(urllib.request.Request(
             f"{base}/hub/api/users/{name}/tokens", data=json.dumps({"note": "hub test", "expires_in": 3600}).encode(),
             headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"}), timeout=timeout)
