@@ -372,28 +372,61 @@ def test_a_student_reads_nothing_of_another_or_of_the_course(run):
 
 
 def test_formgrader_turned_back_on_by_a_student_reaches_nothing(run):
-    """A student who re-enables Formgrader in their own settings and points it at the course: does it
-    run, and show no lab, student, submission or grade of the course?"""
+    """A student who starts a Jupyter server of their own from a terminal (their hub server's settings
+    cannot be undone from ~/.jupyter, but this can), with Formgrader on, the whole disk as its root
+    and the course's folder and settings named in their nbgrader_config.py: does it serve Formgrader,
+    and show no lab, student, submission or grade of the course?"""
     terminal, browser = run.students
-    user = run.user(browser)
-    jupyter = hh.home(browser) / ".jupyter"
-    (jupyter / "labconfig").mkdir(parents=True, exist_ok=True)
-    (jupyter / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"root_dir": "/",  # Formgrader serves only a course inside the server's root folder
-                       "jpserver_extensions": {"nbgrader.server_extensions.formgrader": True}}}))
-    (jupyter / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {t: False for t in INSTRUCTOR_TOOLS}}))
     course = run.names["COURSE_ROOT"]
-    (jupyter / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.root = {course!r}\nload_subconfig({course + '/nbgrader_config.py'!r})\n")
-    subprocess.run(["chown", "-R", f"{browser}:", str(jupyter)], check=True)
-    user.stop()
-    user.start()
-    assert not [t for t in INSTRUCTOR_TOOLS if t in _page_config(user)["disabledExtensions"]]
-    status, page = user.get("/formgrader")
-    assert status != 404, "Formgrader is not back on: the test would show nothing"
-    answers = [page] + [user.get(f"/formgrader/api/{path}")[1]
-                        for path in ("assignments", "students", f"submissions/{LAB}", "grades")]
-    for body in answers:
-        assert terminal not in body and "BEGIN HIDDEN TESTS" not in body, body[:2000]
-        assert f'"{LAB}"' not in body, body[:2000]
+    config = hh.home(browser) / ".jupyter" / "nbgrader_config.py"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(f"c = get_config()\nc.CourseDirectory.root = {course!r}\n"
+                      f"load_subconfig({course + '/nbgrader_config.py'!r})\n")
+    subprocess.run(["chown", "-R", f"{browser}:", str(config.parent)], check=True)
+    port, token, env = _free_port(), secrets.token_hex(8), run.names["COURSE_ENV"]
+    server = subprocess.Popen(
+        ["runuser", "-u", browser, "--", "env", "-i", f"HOME={hh.home(browser)}", f"PATH={env}/bin:{hh.SYSTEM_PATH}",
+         f"{env}/bin/jupyter", "server", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         f"--IdentityProvider.token={token}", "--ServerApp.root_dir=/"],
+        cwd=hh.home(browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        user = _Local(f"http://127.0.0.1:{port}", token)
+        user.wait()
+        status, page = user.get("/formgrader")
+        assert status == 200, f"Formgrader is not on in the student's server ({status}): the test would show nothing"
+        for path in ("assignments", "students", f"submissions/{LAB}", "grades"):
+            status, body = user.get(f"/formgrader/api/{path}")
+            assert terminal not in body and "BEGIN HIDDEN TESTS" not in body, body[:2000]
+            assert f'"{LAB}"' not in body, body[:2000]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+class _Local:
+    """A Jupyter server on the loopback, reached with its token."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url, token
+
+    def get(self, path: str) -> tuple[int, str]:
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as reply:
+                return reply.status, reply.read().decode(errors="replace")
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                if self.get("/api/status")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"the student's own server did not start within {TIMEOUT} s")
