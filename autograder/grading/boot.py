@@ -15,6 +15,9 @@ Run as a script this file imports the standard library alone until the package i
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import runpy
@@ -46,14 +49,32 @@ def package_dir(root: str | Path | None = None) -> Path:
     return running()
 
 
+def installed() -> Path:
+    """The ``autograder`` this environment's install provides: an editable install's source
+    folder, a regular install's folder in site-packages (else the one this process imported)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    for name in set(metadata.packages_distributions().get("autograder", [])):
+        dist = metadata.distribution(name)
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        if url.get("dir_info", {}).get("editable") and str(url.get("url", "")).startswith("file:"):
+            return (Path(unquote(urlparse(url["url"]).path)) / "autograder").resolve()
+        folder = Path(str(dist.locate_file("autograder")))
+        if (folder / "__init__.py").is_file():
+            return folder.resolve()
+    return running()
+
+
 def mismatch(root: str | Path) -> str | None:
     """A warning when grading imports ``autograder`` from another folder than this
     environment's install (a second clone, a shared environment on a hub); None otherwise."""
-    chosen, installed = package_dir(root), running()
-    if chosen == installed:
+    chosen, installed_here = package_dir(root), installed()
+    if chosen == installed_here:
         return None
     return (f"grading imports autograder from the course ({chosen}), not from this environment's install "
-            f"({installed}): check that the two are the same version")
+            f"({installed_here}): check that the two are the same version")
 
 
 def command(module: str, *args: str, package: str | Path | None = None) -> list[str]:
@@ -63,15 +84,27 @@ def command(module: str, *args: str, package: str | Path | None = None) -> list[
     return [python(), "-I", str(folder / "grading" / "boot.py"), str(folder), module, *args]
 
 
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds ``autograder`` in one folder, first of all finders: a later import of it (the
+    hidden tests drop it from ``sys.modules`` and import it again) comes from there too."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "autograder":
+            return None  # its submodules: found through its __path__, which is [folder]
+        return importlib.util.spec_from_file_location("autograder", os.path.join(self.folder, "__init__.py"),
+                                                      submodule_search_locations=[self.folder])
+
+
 def _load(folder: str) -> None:
-    """Import ``autograder`` from ``folder`` and nowhere else."""
-    spec = importlib.util.spec_from_file_location("autograder", os.path.join(folder, "__init__.py"),
-                                                  submodule_search_locations=[folder])
-    if spec is None or spec.loader is None:
+    """Import ``autograder`` from ``folder`` and nowhere else, now and later."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
         raise ImportError(f"no autograder package in {folder}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["autograder"] = module
-    spec.loader.exec_module(module)
+    sys.meta_path.insert(0, _Finder(folder))
+    sys.modules.pop("autograder", None)
+    importlib.import_module("autograder")
 
 
 def main(argv: list[str]) -> None:

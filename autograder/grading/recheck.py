@@ -34,6 +34,8 @@ from autograder.grading import boot, wire
 from autograder.grading.remote import Connection
 from autograder.grading.sandbox import Tail
 
+STARTUP_TIMEOUT = 180.0  # seconds a child may take to start (torch's import on a busy machine)
+
 
 class GraderError(RuntimeError):
     """The grader failed, not the submission: the child died before its first reply (before
@@ -108,15 +110,18 @@ class Child:
     def hello(self) -> None:
         """Wait for the child's first reply, sent before any student code runs; a child that
         dies or stays silent before it is the grader's failure (GraderError, with its stderr)."""
+        timeout, self.connection.timeout = self.connection.timeout, STARTUP_TIMEOUT
         try:
             if self.request({"op": "hello"}) != "ready":
                 raise wire.WireError("an unexpected first reply")
+            self.connection.timeout = timeout
         except (wire.WireError, TimeoutError, OSError) as err:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             said = self.stderr.text(wait=5.0)[-3000:] or "(nothing on its stderr)"
             raise GraderError(f"the independent check's sandboxed child ended before its first reply "
-                              f"({err}); this is the grader's fault, not the submission's. Its stderr:\n{said}") from err
+                              f"({err}); this is the grader's fault, not the submission's. "
+                              f"Its stderr:\n{said}") from err
 
     def request(self, document: dict) -> Any:
         reply, blobs = self.connection.request(document, {})

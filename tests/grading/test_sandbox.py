@@ -326,8 +326,10 @@ def test_what_the_sandbox_prints_is_capped_and_no_descriptor_of_the_caller_is_in
     and does it get /dev/null and a pipe of the launcher's instead of the caller's stdio?"""
     code = ('''
     import stat
-    kinds = {fd: stat.S_IFMT(os.fstat(fd).st_mode) for fd in map(int, os.listdir("/proc/self/fd"))
-             if fd < 3 or os.path.exists(f"/proc/self/fd/{fd}") and not os.readlink(f"/proc/self/fd/{fd}").startswith("/proc")}
+    def mine(fd):  # not the folder listdir opened
+        link = f"/proc/self/fd/{fd}"
+        return fd < 3 or os.path.exists(link) and not os.readlink(link).startswith("/proc")
+    kinds = {fd: stat.S_IFMT(os.fstat(fd).st_mode) for fd in map(int, os.listdir("/proc/self/fd")) if mine(fd)}
     print(json.dumps([sorted(kinds), stat.S_ISCHR(kinds[0]), stat.S_ISFIFO(kinds[1]), stat.S_ISFIFO(kinds[2])]),
           flush=True)
     for _ in range(20):
