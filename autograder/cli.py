@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    from autograder.grading import pipeline, sandbox
+    from autograder.grading import boot, pipeline, preflight, sandbox
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
     if not source.exists():
@@ -266,9 +266,15 @@ def main(argv: list[str] | None = None) -> int:
                                csv_path=args.csv, progress=not args.no_progress, sandbox=not args.no_sandbox)
     try:
         outcomes = pipeline.grade(root, source, options)
-    except (pipeline.UnknownSelection, sandbox.Unavailable) as err:
+    except (pipeline.UnknownSelection, sandbox.Unavailable, preflight.PreflightFailed) as err:
         print(err, file=sys.stderr)
         return 2
     print(pipeline.summary(outcomes))
+    if warning := boot.mismatch(root):
+        print(f"Note on the grader: {warning}")
     print(f"grades written to {options.csv_path or root / 'grades.csv'}")
-    return 0
+    grader_errors = [o for o in outcomes if any(note.startswith("GRADER ERROR") for note in o.notes)]
+    if grader_errors:
+        print(f"{len(grader_errors)} submission(s) were not graded for the grader's fault (GRADER ERROR above): "
+              "fix the cause and grade them again", file=sys.stderr)
+    return 1 if grader_errors else 0

@@ -80,6 +80,8 @@ class Child(Connection):
 
     def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         op = message.get("op")
+        if op == "hello":  # started, imports done, no student code run yet
+            return "ready", {}, {}
         if op == "load":
             return run_cells([str(c) for c in message["cells"]], self.namespace,
                              float(message.get("limit", 30))), {}, {}

@@ -37,8 +37,9 @@ def labs(root: Path) -> list[str]:
 
 def tool_env(**extra: str) -> dict[str, str]:
     """The environment for nbgrader subprocesses: this Python's scripts first on PATH
-    (nbgrader calls ``alembic`` by name), one thread per kernel."""
-    env = dict(os.environ)
+    (nbgrader calls ``alembic`` by name), one thread per kernel, and no PYTHON* variable of the
+    caller's (PYTHONPATH, PYTHONSTARTUP...: what Python imports is chosen by autograder.grading.boot)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MKL_NUM_THREADS", "1")
@@ -48,8 +49,11 @@ def tool_env(**extra: str) -> dict[str, str]:
 
 
 def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` in the course root (so its nbgrader_config.py applies)."""
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=tool_env(),
+    """Run ``nbgrader ARGS`` in the course root (so its nbgrader_config.py applies), with the
+    course's ``autograder`` (autograder.grading.boot), which its config names."""
+    from autograder.grading import boot
+
+    proc = subprocess.run(boot.command("nbgrader", *args, package=boot.package_dir(root)), cwd=root, env=tool_env(),
                           capture_output=True, text=True, **kwargs)
     if check and proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")

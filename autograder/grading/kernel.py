@@ -14,21 +14,22 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.grading import sandbox
+from autograder.grading import boot, sandbox
 
 NAME = "autograder-limited"
 
 
 def install(folder: str | Path, memory_mb: int, work: str | Path, *, name: str = NAME,
-            enabled: bool = True) -> dict[str, str]:
+            enabled: bool = True, package: Path | None = None) -> dict[str, str]:
     """Write the kernelspec ``name`` under ``folder/kernels`` (put ``folder`` on JUPYTER_PATH)
-    for a kernel whose files live in ``work``; return the config entries that select it."""
+    for a kernel whose files live in ``work``, importing the ``autograder`` of ``package``
+    (default: this process's, see autograder.grading.boot); return the config that selects it."""
     work = Path(work)
     ipc = work / "ipc"  # connection file and sockets, shared with the grader (keep the path short:
     ipc.mkdir(parents=True, exist_ok=True)  # a Unix socket's path holds at most 107 bytes)
-    argv = sandbox.wrap([sys.executable, "-m", "autograder.grading.kernel", "-f", "{connection_file}"],
+    argv = sandbox.wrap(boot.command("autograder.grading.kernel", "-f", "{connection_file}", package=package),
                         scratch=work / "scratch", rw=[ipc], limits=sandbox.Limits(memory_mb=memory_mb),
-                        env={"NBGRADER_EXECUTION": "autograde"}, enabled=enabled)
+                        env={"NBGRADER_EXECUTION": "autograde"}, enabled=enabled, package=package)
     spec = Path(folder) / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
@@ -44,8 +45,8 @@ def install(folder: str | Path, memory_mb: int, work: str | Path, *, name: str =
 
 def main(argv: list[str]) -> None:
     """Start ipykernel (run inside the sandbox, which has set the limits already)."""
-    # the kernel inherits the grading worker's stdin and stdout, its channel to the pipeline:
-    # cut them before any student code runs, so that nothing can read or forge that channel
+    # the sandbox launcher gave it /dev/null and a pipe of its own (capped); without the
+    # sandbox (--no-sandbox) these are the worker's: cut them before any student code runs
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import os
 import queue
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from autograder.grading import kernel, sandbox
+from autograder.grading import boot, kernel, preflight, sandbox
 from autograder.grading.collect import collect, recorded_late, recorded_originals
 from autograder.grading.course import generate, tool_env
 from autograder.grading.course import labs as course_labs
@@ -87,6 +88,7 @@ class Options:
     csv_path: Path | None = None  # default: ROOT/grades.csv
     progress: bool = True
     sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
+    package: Path | None = None  # the autograder every grading process imports (default: boot.package_dir)
 
 
 def default_db_url(root: Path) -> str:
@@ -260,17 +262,20 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
         config: dict = {"CourseDirectory.db_url": db_url, **kernel.install(
             scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
-            name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox)}
+            name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
         config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
         jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
                      "config": config, "jupyter_path": str(scratch / "jupyter"),
-                     "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox})
+                     "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox,
+                     "package": str(options.package or boot.package_dir(root))})
     return outcomes, jobs
 
 
 def _failure_reason(result: dict) -> str:
+    if "grader_error" in result:
+        return f"GRADER ERROR, not the student's: regrade this submission once it is fixed ({result['grader_error']})"
     if "crash" in result:
         return result["crash"]
     text = result["autograde"]["log"] + result["autograde"]["error"]
@@ -288,7 +293,7 @@ def _record_result(root: Path, outcome: Outcome, result: dict) -> None:
                                           for part in result.values() if isinstance(part, dict)))
     outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
     outcome.check_seconds = result.get("check_seconds", 0.0)
-    if "crash" in result or not result["autograde"]["success"]:
+    if "crash" in result or "grader_error" in result or not result["autograde"]["success"]:
         outcome.graded = False
         outcome.notes.append(_failure_reason(result))
     elif not result.get("feedback", {}).get("success", False):
@@ -297,14 +302,29 @@ def _record_result(root: Path, outcome: Outcome, result: dict) -> None:
     outcome.notes += after_grading(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
 
 
+def _preflight_job(root: Path, jobs: list[dict], options: Options, scratch: Path) -> dict:
+    """A job for the preflight: the first job's lab, in a kernel of its own."""
+    config = {**jobs[0]["config"], **kernel.install(
+        scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernel.NAME}-preflight",
+        enabled=options.sandbox, package=options.package)}
+    return {**jobs[0], "config": config, "student": ""}
+
+
 def _run(root: Path, jobs: list[dict], outcomes: dict[tuple[str, str], Outcome], options: Options,
          scratch: Path) -> None:
-    """Run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
+    """Grade the known-good notebook (preflight: PreflightFailed if it does not get full marks),
+    then run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
     and record every result in its outcome as it comes (in the jobs' order)."""
     workers: queue.Queue[WorkerProcess] = queue.Queue()
     for _ in range(max(1, min(options.jobs, len(jobs)))):
-        workers.put(WorkerProcess(scratch, str(scratch / "jupyter")))
+        workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), options.package))
     every_worker = list(workers.queue)
+    if jobs:
+        try:
+            preflight.check(every_worker[0], _preflight_job(root, jobs, options, scratch), options.job_timeout)
+        except BaseException:
+            every_worker[0].close()
+            raise
 
     def run_job(job: dict) -> dict:
         worker = workers.get()
@@ -348,10 +368,11 @@ def _scores_and_csv(root: Path, outcomes: dict[tuple[str, str], Outcome], db_url
 def grade(root: Path, source: Path, options: Options | None = None) -> list[Outcome]:
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
-    options = options or Options()
-    if options.sandbox and (problem := sandbox.probe()):  # refuse rather than run student code unconfined
-        raise sandbox.Unavailable(problem)
     root = Path(root).resolve()
+    options = options or Options()
+    options = dataclasses.replace(options, package=options.package or boot.package_dir(root))
+    if options.sandbox and (problem := sandbox.probe(options.package)):  # refuse rather than run unconfined
+        raise sandbox.Unavailable(problem)
     db_url = options.db_url or default_db_url(root)
     pairs, not_graded = _select(root, Path(source), options)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-grade-"))

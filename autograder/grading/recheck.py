@@ -30,8 +30,16 @@ from typing import Any
 
 import nbformat
 
-from autograder.grading import wire
+from autograder.grading import boot, wire
 from autograder.grading.remote import Connection
+from autograder.grading.sandbox import Tail
+
+STARTUP_TIMEOUT = 180.0  # seconds a child may take to start (torch's import on a busy machine)
+
+
+class GraderError(RuntimeError):
+    """The grader failed, not the submission: the child died before its first reply (before
+    any student code ran). The message holds its stderr; the summary reports it as such."""
 
 
 @dataclass
@@ -82,18 +90,38 @@ def _namespace() -> dict[str, Any]:
 
 
 class Child:
-    """The sandboxed child process and the connection to it."""
+    """The sandboxed child process and the connection to it. It inherits the two pipes of the
+    conversation and a pipe for its stderr (read here, capped), no other descriptor of ours."""
 
     def __init__(self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float) -> None:
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
-        argv = wrap([sys.executable, "-m", "autograder.grading.child", str(to_child), str(to_grader)])
+        argv = wrap(boot.command("autograder.grading.child", str(to_child), str(to_grader)))
         self.proc = subprocess.Popen(argv, pass_fds=(to_child, to_grader), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env=env, start_new_session=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=env, start_new_session=True, cwd="/")
         os.close(to_child)
         os.close(to_grader)
+        assert self.proc.stderr is not None
+        self.stderr = Tail(os.dup(self.proc.stderr.fileno()))
+        self.proc.stderr.close()
         self.connection = Connection(from_child, from_grader, trusting=False, timeout=timeout)
+
+    def hello(self) -> None:
+        """Wait for the child's first reply, sent before any student code runs; a child that
+        dies or stays silent before it is the grader's failure (GraderError, with its stderr)."""
+        timeout, self.connection.timeout = self.connection.timeout, STARTUP_TIMEOUT
+        try:
+            if self.request({"op": "hello"}) != "ready":
+                raise wire.WireError("an unexpected first reply")
+            self.connection.timeout = timeout
+        except (wire.WireError, TimeoutError, OSError) as err:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            said = self.stderr.text(wait=5.0)[-3000:] or "(nothing on its stderr)"
+            raise GraderError(f"the independent check's sandboxed child ended before its first reply "
+                              f"({err}); this is the grader's fault, not the submission's. "
+                              f"Its stderr:\n{said}") from err
 
     def request(self, document: dict) -> Any:
         reply, blobs = self.connection.request(document, {})
@@ -125,6 +153,11 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
     child = Child(wrap, env, call_timeout)
+    try:
+        child.hello()
+    except GraderError:
+        child.close()
+        raise
     try:
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})
         for grade_id, code in cells.items():

@@ -21,11 +21,19 @@ counts the sandbox's processes alone). RLIMIT_NPROC does not bind uid 0, so as r
 sandbox runs under a uid of its own (``UID_BASE`` + the launcher's pid): bwrap runs as root
 without a user namespace, drops every capability but setuid/setgid, and a first step inside
 switches to that uid before running ``argv``. File descriptors the caller passes stay open.
+
+Descriptors: the sandbox gets /dev/null as standard input and one pipe as standard output and
+error, read by this launcher, which passes on the first ``OUTPUT_CAP`` bytes to its own
+standard error and drops the rest; so nothing a student prints reaches a file or pipe of the
+grader's, and printing can cost no one but the one who prints. The launcher starts through
+``autograder.grading.boot`` in ``/``, with the package that module chose, and the sandbox
+mounts exactly that package.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import resource
@@ -35,12 +43,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading import boot
+
 UID_BASE = 1_000_000_000  # as root: the sandbox's uid is this plus the launcher's pid, unique while it runs
 MAX_ENTRIES = 10_000  # files and folders the rw folders may hold (the watchdog's walk stays short)
+OUTPUT_CAP = 64 * 1024  # bytes of the sandbox's stdout and stderr passed on (enough for a traceback at start)
 
 FIXES = """\
 Fixes:
@@ -90,10 +103,11 @@ class Limits:
 
 
 def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits: Limits,
-         env: Mapping[str, str] | None = None, enabled: bool = True) -> list[str]:
+         env: Mapping[str, str] | None = None, enabled: bool = True, package: Path | None = None) -> list[str]:
     """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
-    ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox)."""
-    out = [sys.executable, "-m", "autograder.grading.sandbox", "--scratch", str(scratch),
+    ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
+    launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's)."""
+    out = [*boot.command("autograder.grading.sandbox", package=package), "--scratch", str(scratch),
            "--memory-mb", str(limits.memory_mb), "--cpu-seconds", str(limits.cpu_seconds),
            "--processes", str(limits.processes), "--file-mb", str(limits.file_mb),
            "--scratch-mb", str(limits.scratch_mb)]
@@ -106,20 +120,54 @@ def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits:
     return [*out, "--", *argv]
 
 
-def probe() -> str | None:
-    """None when the sandbox works on this machine, else bwrap's error and how to fix it."""
+class Tail:
+    """The last ``keep`` bytes a pipe carried, read by a thread of its own so that the writer
+    never blocks; ``text()`` once the writer is gone (or at any time)."""
+
+    def __init__(self, fd: int, keep: int = OUTPUT_CAP) -> None:
+        self.fd, self.keep, self.data, self.total = fd, keep, b"", 0
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.fd, 1 << 16):
+                self.total += len(chunk)
+                self.data = (self.data + chunk)[-self.keep:]
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def text(self, wait: float = 0.0) -> str:
+        """What was kept, decoded; ``wait``: seconds to wait for the writer's end first."""
+        self.thread.join(wait)
+        return self.data.decode(errors="replace").strip()
+
+
+def probe(package: Path | None = None) -> str | None:
+    """None when the sandbox works on this machine and runs this Python with ``package``'s
+    ``autograder`` (default: this process's), else the error and how to fix it."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed, and grading runs every submission in its sandbox.\n" + FIXES
     with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
         try:
-            run = subprocess.run(wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits()),
-                                 capture_output=True, text=True, timeout=60)
+            bare = subprocess.run(wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits(), package=package),
+                                  capture_output=True, text=True, timeout=60, cwd="/")
+            if bare.returncode == 0:  # namespaces work: now our Python and package, as a kernel runs them
+                ours = wrap(boot.command("autograder.grading.sandbox", "--help", package=package),
+                            scratch=Path(tmp) / "scratch", limits=Limits(), package=package)
+                run = subprocess.run(ours, capture_output=True, text=True, timeout=60, cwd="/")
         except subprocess.TimeoutExpired:
             return "the bubblewrap sandbox did not start within 60 s.\n" + FIXES
+    if bare.returncode != 0:
+        said = bare.stderr.strip() or f"exit status {bare.returncode}"
+        return f"the bubblewrap sandbox does not work here:\n    {said}\n{FIXES}"
     if run.returncode == 0:
         return None
-    said = run.stderr.strip() or f"exit status {run.returncode}"
-    return f"the bubblewrap sandbox does not work here:\n    {said}\n{FIXES}"
+    said = run.stderr.strip()[-2000:] or f"exit status {run.returncode}"
+    return (f"the sandbox starts, but this Python ({boot.python()}) or the autograder package "
+            f"({package or boot.running()}) does not run inside it:\n    {said}\n"
+            "Each folder they need must be a real folder or a link to one that the sandbox can mount "
+            "(a virtual environment, the Python it was made from, the package).")
 
 
 # ----------------------------------------------------------------------------- the launcher
@@ -127,9 +175,7 @@ def probe() -> str | None:
 def _read_only_paths() -> list[str]:
     """The virtual environment, the Python it was made from, and the autograder package
     alone: an editable install points into the repository, whose other files stay hidden."""
-    import autograder
-
-    package = os.path.dirname(os.path.realpath(autograder.__file__))
+    package = str(boot.running())  # the launcher was booted with the package grading chose
     python = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
     out: list[str] = []
     for path in sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, python, package)}):
@@ -217,6 +263,45 @@ def _give(path: str, uid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, uid)
 
 
+def _pass_on(chunk: bytes, passed: int) -> int:
+    """Write what is left of ``OUTPUT_CAP`` of ``chunk`` to our stderr; the new count."""
+    keep = chunk[:max(0, OUTPUT_CAP - passed)]
+    if passed + len(chunk) > OUTPUT_CAP >= passed:
+        keep += f"\n[sandbox: output past {OUTPUT_CAP} bytes dropped]\n".encode()
+    with contextlib.suppress(OSError):
+        os.write(2, keep)
+    return passed + len(chunk)
+
+
+def _watch(pid: int, output: int, rw: list[str], limits: Limits) -> None:
+    """Until the sandbox ends: read its output (capped), and kill it when its rw folders grow
+    past their share."""
+    done, passed, checked = os.pidfd_open(pid), 0, time.monotonic()
+    while True:
+        ready = select.select([done] + ([output] if output >= 0 else []), [], [], 0.2 if rw else None)[0]
+        if output in ready:
+            chunk = os.read(output, 1 << 16)
+            if chunk:
+                passed = _pass_on(chunk, passed)
+            else:
+                os.close(output)
+                output = -1
+        if done in ready:
+            break
+        if rw and time.monotonic() - checked >= 0.2:
+            checked = time.monotonic()
+            size, entries = _usage(rw)
+            if size > limits.scratch_mb * 2**20 or entries > MAX_ENTRIES:
+                os.kill(pid, signal.SIGKILL)
+                print(f"sandbox: stopped, it wrote more than {limits.scratch_mb} MiB or {MAX_ENTRIES} files "
+                      f"outside its scratch folder", file=sys.stderr)
+    if output >= 0:  # what it wrote before it ended (its PID namespace is gone: the pipe ends here)
+        os.set_blocking(output, False)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(output, 1 << 16):
+                passed = _pass_on(chunk, passed)
+
+
 def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]) -> int:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -228,24 +313,24 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
         if uid >= 0:
             _give(path, uid)
     command = [*_bwrap_args(bwrap, args.scratch, args.rw, limits, uid),
-               os.path.abspath(sys.executable), "-I", "-S", "-c", INNER, str(uid), str(limits.processes), *args.argv]
+               boot.python(), "-I", "-S", "-c", INNER, str(uid), str(limits.processes), *args.argv]
+    output, into = os.pipe()  # the sandbox's stdout and stderr: ours to read, never the caller's
     pid = os.fork()
     if pid == 0:
         try:
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: bwrap dies with this launcher
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(into, 1)
+            os.dup2(into, 2)
             _set_limits(limits)
             os.execve(bwrap, command, env)
         finally:
             os._exit(127)
+    os.close(into)
     # the caller's descriptors belong to the sandbox now: without our copy, its pipes see EOF when it ends
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    done = os.pidfd_open(pid)
-    while not select.select([done], [], [], 0.2 if args.rw else None)[0]:
-        size, entries = _usage(args.rw)
-        if size > limits.scratch_mb * 2**20 or entries > MAX_ENTRIES:
-            os.kill(pid, signal.SIGKILL)
-            print(f"sandbox: stopped, it wrote more than {limits.scratch_mb} MiB or {MAX_ENTRIES} files "
-                  f"outside its scratch folder", file=sys.stderr)
+    os.closerange(3, output)
+    os.closerange(output + 1, os.sysconf("SC_OPEN_MAX"))
+    _watch(pid, output, args.rw, limits)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return code if code >= 0 else 128 - code  # killed by signal N: 128 + N, as a shell says
 
@@ -266,9 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("argv", nargs="+", help="the command (after --)")
     args = parser.parse_args(argv)
     args.scratch = os.path.abspath(args.scratch)
-    if os.path.isabs(args.argv[0]):  # a "/x/../python" path may pass through folders the sandbox lacks
-        args.argv[0] = os.path.normpath(args.argv[0])
+    if os.path.isabs(args.argv[0]):  # "/x/../python", or a linked .venv: folders the sandbox lacks
+        args.argv[0] = os.path.join(os.path.realpath(os.path.dirname(args.argv[0])), os.path.basename(args.argv[0]))
     args.rw = [os.path.abspath(p) for p in args.rw]
+    os.chdir("/")  # we were started in the notebook's folder: nothing of ours depends on it
     limits = Limits(args.memory_mb, args.cpu_seconds, args.processes, args.file_mb, args.scratch_mb)
     env = _environment(args.scratch, args.env)
     if not args.no_sandbox:

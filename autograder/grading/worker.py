@@ -1,8 +1,10 @@
 """One nbgrader run (autograde, then generate_feedback) for one student and one lab, in its
 own process, the gradebook behind an inter-process lock.
 
-Run by the pipeline as ``python -m autograder.grading.worker``: it reads one job (JSON) a
-line on stdin and answers one JSON line on stdout, so nbgrader is imported once a worker.
+Run by the pipeline through ``autograder.grading.boot`` (the course's ``autograder``, in a
+folder of the pipeline's): it reads one job (JSON) a line on stdin and answers one JSON line
+on stdout, so nbgrader is imported once a worker. Both channels move to descriptors that no
+process it starts inherits; its stderr is a pipe the pipeline reads with a cap.
 Every ``nbgrader.api.Gradebook`` opened in this process holds an exclusive ``flock`` on the
 lock file from its creation until it is closed, so parallel workers take turns at the
 gradebook (short transactions) while their kernels run side by side. SQLite then never sees
@@ -19,13 +21,15 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from autograder.grading import boot
 from autograder.grading.course import tool_env
+from autograder.grading.recheck import GraderError
+from autograder.grading.sandbox import Tail
 
 
 def lock_gradebook(lock_path: str):
@@ -134,11 +138,13 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
 
     def wrap(argv: list[str]) -> list[str]:
         return sandbox.wrap(argv, scratch=scratch, limits=limits, env={"NBGRADER_EXECUTION": "autograde"},
-                            enabled=job.get("sandbox", True))
+                            enabled=job.get("sandbox", True), package=job.get("package"))
     source = root / "solutions" / lab / f"{lab}.ipynb"
     try:  # cells were already interrupted once in the notebook: a shorter limit here
         verdicts = recheck.recheck(source, notebook, wrap=wrap,
                                    cell_timeout=min(float(config.Execute.timeout or 30), 10.0))
+    except GraderError:
+        raise  # the grader's failure: reported as such, never as the student's 0
     except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
         verdicts = {grade_id: recheck.Verdict(False, f"the independent check could not run: {err}")
                     for grade_id in recheck.test_cells(source)}
@@ -199,18 +205,29 @@ def _children(pid: int) -> list[int]:
 
 class WorkerProcess:
     """The pipeline's handle on one long-lived worker process, started again after a crash
-    or a job past its time limit (killed with its kernels)."""
+    or a job past its time limit (killed with its kernels). It starts in ``cwd`` (a folder of
+    the pipeline's) with the ``autograder`` of ``package``; its stderr is read through a pipe,
+    the last ``sandbox.OUTPUT_CAP`` bytes kept."""
 
-    def __init__(self, scratch: Path, jupyter_path: str) -> None:
+    def __init__(self, scratch: Path, jupyter_path: str, package: Path | None = None) -> None:
         self.proc: subprocess.Popen | None = None
         self.scratch, self.jupyter_path, self.buffer = scratch, jupyter_path, b""
+        self.package = package
+        self.stderr: Tail | None = None
 
     def _start(self) -> None:
-        self.stderr = tempfile.TemporaryFile(dir=self.scratch)
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.worker"],
+        self.proc = subprocess.Popen(boot.command("autograder.grading.worker", package=self.package),
                                      env=tool_env(JUPYTER_PATH=self.jupyter_path), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     cwd=self.scratch)
+        assert self.proc.stderr is not None
+        self.stderr = Tail(os.dup(self.proc.stderr.fileno()))
+        self.proc.stderr.close()
         self.buffer = b""
+
+    def stderr_tail(self, chars: int = 3000) -> str:
+        """The end of what the worker (and the sandboxes it started, capped) wrote on stderr."""
+        return self.stderr.text()[-chars:] if self.stderr else ""
 
     def _kill(self) -> str:
         if self.proc is not None:
@@ -219,9 +236,7 @@ class WorkerProcess:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
             self.proc.wait()
-            self.stderr.seek(0)
-            tail = self.stderr.read().decode(errors="replace").strip()[-500:]
-            self.stderr.close()
+            tail = self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
             self.proc = None
             return tail
         return ""
@@ -266,22 +281,37 @@ class WorkerProcess:
         self._kill()
 
 
+def _channels() -> tuple:
+    """The job and answer channels on descriptors of their own (not inheritable), and /dev/null
+    and stderr in their places: no process this one starts can read or forge them."""
+    jobs = os.fdopen(os.dup(0), "r")
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    return jobs, answers
+
+
 def serve() -> None:
     """Grade the jobs read from stdin, one JSON line each, answering one line each: a
     long-lived worker imports nbgrader once for many notebooks."""
+    from autograder.grading import preflight
+
+    jobs, answers = _channels()
     locked = False
-    for line in sys.stdin:
+    for line in jobs:
         job = json.loads(line)
         os.chdir(job["root"])
         if job.get("lock") and not locked:
             lock_gradebook(job["lock"])
             locked = True
         try:
-            result = run({**job, "lock": ""})
+            result = preflight.run(job) if job.get("preflight") else run({**job, "lock": ""})
+        except GraderError as err:
+            result = {"grader_error": str(err)}
         except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
             result = {"autograde": {"success": False, "log": "", "error": f"{type(err).__name__}: {err}"}}
-        sys.stdout.write("AUTOGRADER-RESULT " + json.dumps(result) + "\n")
-        sys.stdout.flush()
+        answers.write("AUTOGRADER-RESULT " + json.dumps(result) + "\n")
+        answers.flush()
 
 
 if __name__ == "__main__":

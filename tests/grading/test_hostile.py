@@ -152,6 +152,32 @@ def plant_intake_attacks(inbox: Path, course: Path, home: Path) -> dict[str, str
             f"names-moodle/{LAB}/": f"names-moodle/zz-victim_{LAB}-99.ipynb is graded instead"}
 
 
+STDERR_FILL = '''
+import os, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+# the kernel's own stdout and stderr, under ipykernel's capture: the descriptors it inherited
+targets = sorted({getattr(s, "_original_stdstream_copy", None) for s in (sys.stdout, sys.stderr)} - {None}) or [2]
+for fd in targets:
+    written = 0
+    try:
+        while written < 300 * 2**20:
+            written += os.write(fd, b"E" * 2**20)
+    except OSError as err:
+        print("stopped after", written, "bytes:", err)
+'''
+
+ESCAPED = Path("/tmp/autograder-hostile-escaped.txt")
+
+
+def escape_init(course: Path, home: Path) -> str:
+    """An ``autograder/__init__.py`` that, imported by any grading process, copies secrets out."""
+    secrets = [str(course / "solutions" / LAB / f"{LAB}.ipynb"), str(home / "secret.txt")]
+    return (f"for p in {secrets!r}:\n"
+            f"    try:\n        open({str(ESCAPED)!r}, 'a').write(open(p).read())\n"
+            "    except OSError:\n        pass\n"
+            f"open({str(course / 'escaped.txt')!r}, 'w').write('escaped')\n")
+
+
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
 
@@ -197,6 +223,9 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         HANGUL: (answered(), 5, None),
         "Zoë Ngô": (answered("relu"), 2, None),
         "perms-open": (answered(), 5, None),
+        "escape-init": (released(), 0, None),  # plus autograder/__init__.py beside the notebook
+        "stderr-fill": (with_cell(released(), "relu", STDERR_FILL), 0, None),
+        "stderr-victim": (answered(), 5, None),  # graded right after stderr-fill
         "zz-victim": (answered(), 5, None),
     }
     inbox = tmp_path / "inbox"
@@ -204,6 +233,10 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         if nb is not None:
             submit(inbox, student, nb)
     listed = plant_intake_attacks(inbox, course, home)
+    planted = inbox / "escape-init" / LAB / "autograder"
+    planted.mkdir()
+    (planted / "__init__.py").write_text(escape_init(course, home))
+    ESCAPED.unlink(missing_ok=True)
     course_files = _files(course)
     # this grading's scratch folders (in its kernels' and children's command lines) tell its
     # processes from those of gradings that other tests may run meanwhile
@@ -255,6 +288,7 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     grading_outputs = ("submitted", "autograded", "feedback", "grading-logs", "gradebook.db", "grades.csv")
     assert {f for f in _files(course) - course_files if not f.startswith(grading_outputs)} == set()
     assert not (home / "written.txt").exists() and not Path("/tmp/autograder-hostile-written.txt").exists()
+    assert not ESCAPED.exists() and not (course / "escaped.txt").exists()
     assert scratches, "the grading made no scratch folder: the process check would see nothing"
     assert processes_with("987654", *scratches) == []
     with pytest.raises(BlockingIOError):

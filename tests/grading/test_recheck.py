@@ -113,3 +113,25 @@ def test_candidate_names_are_the_checked_names() -> None:
     code = ("from autograder.checks import check_a\ncheck_a(softmax)\nx = other(1)\n"
             "for seed in (1, 2):\n    check_a(softmax, seed=seed)\ncheck_b(Model, 3)")
     assert recheck.candidate_names(code) == ["softmax", "Model"]
+
+
+def test_a_child_that_dies_before_its_first_reply_is_a_grader_error(tmp_path: Path) -> None:
+    """When the child cannot even start (here: its package cannot be imported, as when the
+    sandbox mounts another autograder than the one it finds), is that a GraderError showing the
+    child's stderr, rather than a failed exercise blamed on the student?"""
+    def broken(argv: list[str]) -> list[str]:
+        return [argv[0], "-c", "import sys; sys.stderr.write('ModuleNotFoundError: BROKEN-0451'); sys.exit(1)"]
+
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(answered(), str(path))
+    with pytest.raises(recheck.GraderError, match="BROKEN-0451") as raised:
+        recheck.recheck(SOURCE, path, wrap=broken, env=ENV)
+    assert "grader" in str(raised.value)
+
+
+def test_an_answer_that_kills_its_process_while_loading_is_the_students(tmp_path: Path) -> None:
+    """Is a child killed by the student's own code while its cells load (after its first reply)
+    a failure of the exercises, not a grader error?"""
+    verdicts = _verdicts(tmp_path, with_cell(answered(), "relu", "import os\nos._exit(3)"))
+    assert not any(v.passed for v in verdicts.values())
+    assert "broke off" in verdicts["test_relu"].message

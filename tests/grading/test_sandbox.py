@@ -318,3 +318,106 @@ def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path
     assert [(o.score, o.max_score) for o in outcomes] == [(5, 5)]
     rows = [line for line in pipeline.summary(outcomes).splitlines() if line.startswith("ada ")]
     assert rows and all(line.endswith("(no sandbox)") for line in rows)
+
+
+@needs_sandbox
+def test_what_the_sandbox_prints_is_capped_and_no_descriptor_of_the_caller_is_inherited(tmp_path: Path) -> None:
+    """Does a command that writes 20 MiB on stderr pass on at most OUTPUT_CAP bytes (and a note),
+    and does it get /dev/null and a pipe of the launcher's instead of the caller's stdio?"""
+    code = ('''
+    import stat
+    def mine(fd):  # not the folder listdir opened
+        link = f"/proc/self/fd/{fd}"
+        return fd < 3 or os.path.exists(link) and not os.readlink(link).startswith("/proc")
+    kinds = {fd: stat.S_IFMT(os.fstat(fd).st_mode) for fd in map(int, os.listdir("/proc/self/fd")) if mine(fd)}
+    print(json.dumps([sorted(kinds), stat.S_ISCHR(kinds[0]), stat.S_ISFIFO(kinds[1]), stat.S_ISFIFO(kinds[2])]),
+          flush=True)
+    for _ in range(20):
+        os.write(2, b"E" * 2**20)''')
+    # the caller's stdout and stderr are files (as a worker's stderr was): the command must not get them
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        result = subprocess.run(sandbox.wrap([sys.executable, "-c", TRY + textwrap.dedent(code)],
+                                             scratch=tmp_path / "scratch", limits=Limits()),
+                                stdout=out, stderr=err, timeout=60)
+    said = (tmp_path / "err").read_bytes()
+    assert result.returncode == 0, said[-2000:]
+    assert (tmp_path / "out").read_bytes() == b""  # its stdout is read by the launcher too
+    assert len(said) <= sandbox.OUTPUT_CAP + 200 and b"dropped" in said
+    fds, null_in, pipe_out, pipe_err = json.loads(said.decode(errors="replace").split("\n", 1)[0])
+    assert (fds, null_in, pipe_out, pipe_err) == ([0, 1, 2], True, True, True)
+
+
+PLANTED_INIT = '''
+import os
+open({marker!r}, "a").write(os.getcwd() + "\\n")
+raise SystemExit("the planted package ran")
+'''
+
+
+def _planted(folder: Path, marker: Path) -> Path:
+    """``folder`` holding a planted ``autograder`` package that writes ``marker`` when imported."""
+    (folder / "autograder" / "grading").mkdir(parents=True)
+    (folder / "autograder" / "__init__.py").write_text(PLANTED_INIT.format(marker=str(marker)))
+    (folder / "autograder" / "grading" / "__init__.py").write_text(PLANTED_INIT.format(marker=str(marker)))
+    return folder
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeypatch) -> None:
+    """With an ``autograder`` package planted in the working directory (where a kernel starts: the
+    notebook's folder) and on PYTHONPATH, do the worker, the sandbox launcher, the kernel and the
+    independent check's child all import the real package, never the planted one?"""
+    from nbclient import NotebookClient
+
+    from autograder.grading import kernel, recheck
+    from autograder.grading.worker import WorkerProcess
+
+    marker = tmp_path / "planted-ran.txt"
+    planted = _planted(tmp_path / "notebook-folder", marker)
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("PYTHONPATH", str(planted))
+    # the worker, started in a folder holding the package (and with PYTHONPATH), answers a job
+    worker = WorkerProcess(planted, str(tmp_path / "jupyter"))
+    try:
+        answer = worker.run({"root": str(tmp_path), "lab": "none", "student": "nobody"}, 60)
+    finally:
+        worker.close()
+    assert "planted" not in str(answer) and not marker.exists(), answer
+    # the launcher, started there, runs its command
+    launched = subprocess.run(sandbox.wrap(["true"], scratch=tmp_path / "scratch", limits=Limits()),
+                              capture_output=True, text=True, timeout=60)
+    assert launched.returncode == 0 and not marker.exists(), launched.stderr
+    # a kernel started by jupyter_client in the notebook's folder, through our kernelspec
+    config = kernel.install(tmp_path / "jupyter", 2048, tmp_path / "k")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    from traitlets.config import Config
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import autograder; print(autograder.__file__)")])
+    settings = Config()
+    settings.KernelManager.transport = "ipc"
+    settings.KernelManager.connection_file = config["KernelManager.connection_file"]
+    NotebookClient(nb, kernel_name=config["Execute.kernel_name"], config=settings, timeout=60,
+                   resources={"metadata": {"path": str(planted)}}).execute()
+    assert nb.cells[0].outputs[0]["text"].strip() == str(Path(sandbox.__file__).parents[1] / "__init__.py")
+    assert not marker.exists()
+    # the independent check's child, in and out of the sandbox
+    source = REPO / "solutions" / LAB / f"{LAB}.ipynb"
+    verdicts = recheck.recheck(source, source, wrap=lambda argv: sandbox.wrap(
+        argv, scratch=tmp_path / "child", limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"}))
+    assert all(v.passed for v in verdicts.values()), verdicts
+    assert not marker.exists()
+
+
+@needs_sandbox
+def test_the_probe_works_from_a_linked_virtual_environment(tmp_path: Path) -> None:
+    """When the course's .venv is a symlink to the real environment, does the sandbox still run
+    its Python (the probe passes), instead of failing with a message about AppArmor?"""
+    (tmp_path / "course").mkdir()
+    linked = tmp_path / "course" / ".venv"
+    linked.symlink_to(Path(sys.prefix).resolve())
+    python = linked / "bin" / Path(sys.executable).name
+    code = "from autograder.grading import sandbox; print(repr(sandbox.probe()))"
+    result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    assert result.stdout.strip() == "None", result.stdout + result.stderr

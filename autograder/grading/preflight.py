@@ -1,0 +1,82 @@
+"""Before the first student: grade a notebook known to be right, in the sandbox, and stop if it
+does not get full marks.
+
+A grader that fails for its own reasons (a package the sandbox does not mount, a Python it
+cannot run, a kernel that cannot start) would otherwise give every student of the class 0
+and blame them. The lab's own solution notebook is run the way a submission is: every cell
+in a sandboxed grading kernel, then the independent check with its sandboxed child. Anything
+short of full marks stops the grading with the real cause (the error, and the end of what the
+worker, its kernels and children wrote on stderr).
+
+``run(job)`` runs in the worker; ``check(worker, job, limit)`` is the pipeline's side.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.grading.worker import WorkerProcess
+
+
+class PreflightFailed(RuntimeError):
+    """A known-good notebook did not get full marks: grading stops before any student (the
+    message holds the cause)."""
+
+
+def run(job: dict) -> dict:
+    """In the worker: run ``job['lab']``'s solution notebook in the job's sandboxed kernel, then
+    the independent check on it. ``{"preflight": ""}`` when every graded cell passed both, else
+    ``{"preflight": cause}``."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from autograder.grading import recheck, sandbox
+    from autograder.grading.worker import load_config
+
+    root, lab = Path(job["root"]), job["lab"]
+    source = root / "solutions" / lab / f"{lab}.ipynb"
+    config = load_config(root, job.get("config", {}))
+    scratch = Path(tempfile.mkdtemp(prefix="preflight-", dir=job.get("scratch")))
+    try:
+        nb = nbformat.read(str(source), as_version=4)
+        client = NotebookClient(nb, kernel_name=str(config.Execute.kernel_name), config=config,
+                                timeout=int(config.Execute.timeout or 30),
+                                startup_timeout=int(config.Execute.startup_timeout or 60),
+                                resources={"metadata": {"path": str(scratch)}})
+        try:
+            client.execute()
+        except Exception as err:  # noqa: BLE001 - any failure is the cause we report
+            return {"preflight": f"the solution notebook of {lab} did not run in the grading kernel: "
+                                 f"{type(err).__name__}: {str(err)[-2000:]}"}
+        limits = sandbox.Limits(memory_mb=job.get("memory_mb", 4096))
+
+        def wrap(argv: list[str]) -> list[str]:
+            return sandbox.wrap(argv, scratch=scratch / "child", limits=limits,
+                                env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.get("sandbox", True),
+                                package=job.get("package"))
+        verdicts = recheck.recheck(source, source, wrap=wrap)
+        failed = {grade_id: v.message for grade_id, v in verdicts.items() if not v.passed}
+        if failed:
+            return {"preflight": f"the independent check failed the solution notebook of {lab}: " + "; ".join(
+                f"{grade_id}: {message[:500]}" for grade_id, message in failed.items())}
+        return {"preflight": ""}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check(worker: WorkerProcess, job: dict, limit: float) -> None:
+    """In the pipeline: run the preflight of ``job`` on ``worker``; PreflightFailed with the
+    cause (and the worker's stderr) unless the known-good notebook got full marks."""
+    result = worker.run({**job, "preflight": True}, limit)
+    cause = result.get("crash") or result.get("grader_error") or result.get("preflight")
+    if "preflight" not in result and not cause:
+        cause = f"an unexpected answer: {str(result)[:500]}"
+    if cause:
+        raise PreflightFailed(
+            f"grading stopped before the first student: a known-good notebook (the solution of {job['lab']}) "
+            f"did not get full marks in the sandbox, so every student would have been scored for the grader's "
+            f"fault.\nCause: {cause}\nThe grading process's stderr ended with:\n{worker.stderr_tail() or '(nothing)'}")
