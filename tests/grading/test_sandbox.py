@@ -40,15 +40,16 @@ def attempt(f, *args):
 
 def run(tmp_path: Path, code: str, limits: Limits | None = None, rw: tuple[Path, ...] = (),
         timeout: float = 60, **popen) -> subprocess.CompletedProcess:
-    """Run the Python ``code`` (after TRY) in the sandbox; its last stdout line is JSON when it prints one."""
+    """Run the Python ``code`` (after TRY) in the sandbox; its last line of output is JSON when it prints one
+    (the launcher passes the sandbox's stdout and stderr on, capped, as its own stderr)."""
     argv = sandbox.wrap([sys.executable, "-c", TRY + textwrap.dedent(code)], scratch=tmp_path / "scratch", rw=rw,
                         limits=limits or Limits())
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **popen)
 
 
 def answer(result: subprocess.CompletedProcess):
-    assert result.stdout.strip(), f"no output (exit {result.returncode}): {result.stderr}"
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.stderr.strip(), f"no output (exit {result.returncode})"
+    return json.loads(result.stderr.strip().splitlines()[-1])
 
 
 
@@ -126,7 +127,7 @@ def test_nothing_outlives_the_sandbox(tmp_path: Path) -> None:
         os._exit(0)
     os.wait()
     print("started")''')
-    assert result.stdout.strip() == "started", result.stderr
+    assert result.stderr.strip().splitlines()[-1:] == ["started"], result.stderr
     assert processes_with(f"sleep {token}") == []
 
 
