@@ -4,8 +4,9 @@
 was captured. A *new* function made from the old code object before the check
 (``types.FunctionType(ref.__code__, globals())``, kept in a default argument, a closure, a
 list, a class, or made during the call from a code object kept earlier) runs the original
-code. So, while the candidate runs, a profile hook (``sys.setprofile``, this thread only)
-looks at the code of every Python frame that starts and refuses the blocked functions' codes.
+code. So, while the candidate runs, a trace hook (``sys.settrace``, this thread only; it asks
+for no line events and, unlike a profile hook, is not called for built-ins) looks at the code
+of every Python frame that starts and refuses the blocked functions' codes.
 
 A running code counts as a blocked one when it *is* that code object, or a copy of it: equal
 in bytecode, constants (nested codes compared alike) and the names it reads, and compiled at
@@ -18,7 +19,8 @@ was forged with ``code.replace(co_filename=...)``: an answer that touches ``__co
 
 The hook raises in the new frame, before its first line; CPython then removes the hook, and
 the block fails anyway when it ends, as for every refusal (the hit is recorded), however the
-candidate caught the exception.
+candidate caught the exception. The trace function in force before (a debugger's) is put back
+after the block; inside it, it does not run.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class _Watch:
 
     def __init__(self) -> None:
         self.blocks: list[dict[int, tuple[types.CodeType, Refusal]]] = []  # per block: id(code) -> (code, refusal)
-        self.previous: Any = None  # the profile function in force before the outermost block
+        self.previous: Any = None  # the trace function in force before the outermost block
         self.seen: dict[int, tuple[types.CodeType, Refusal | None]] = {}  # id(code) -> (code, verdict), a cache
         self.files: set[str] = set()  # where blocked codes were compiled, which a copy keeps
         self.lines: set[int] = set()
@@ -86,9 +88,7 @@ class _Watch:
                      if (blocked.co_filename, blocked.co_firstlineno) == (code.co_filename, code.co_firstlineno)), None)
 
     def hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
-        if event != "call":
-            return
-        code = frame.f_code
+        code = frame.f_code  # a global trace function hears only "call": a new Python frame
         cached = self.seen.get(id(code))
         if cached is None or cached[0] is not code:
             cached = (code, self.verdict(code))
@@ -110,13 +110,13 @@ def refusing(blocked: dict[int, tuple[types.CodeType, Refusal]]) -> Iterator[Non
     watch: _Watch = getattr(_local, "watch", None) or _Watch()
     _local.watch = watch
     if not watch.blocks:
-        watch.previous = sys.getprofile()
+        watch.previous = sys.gettrace()
     watch.blocks.append(blocked)
     watch.rebuild()
-    sys.setprofile(watch.hook)  # again on every entry: a refusal inside an outer block removed it
+    sys.settrace(watch.hook)  # again on every entry: a refusal inside an outer block removed it
     try:
         yield
     finally:
         watch.blocks.remove(blocked)
         watch.rebuild()
-        sys.setprofile(watch.hook if watch.blocks else watch.previous)
+        sys.settrace(watch.hook if watch.blocks else watch.previous)

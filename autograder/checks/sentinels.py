@@ -6,8 +6,10 @@ sentinels that raise ``ForbiddenCall`` with a message saying what to build inste
 Both patch the candidate's own namespace too, and undo everything afterwards. They are
 importable from ``core`` as well. ``forbidden`` also swaps the code of a blocked plain
 function for one that refuses, so that the function object itself refuses wherever it was
-captured before the check (a default argument, a closure, a ``functools.partial``, a list),
-and refuses PyTorch's built-in ops among its targets where PyTorch dispatches them.
+captured before the check (a default argument, a closure, a ``functools.partial``, a list);
+while the candidate runs, ``clones`` refuses the blocked functions' code under any other
+function object, and ``dispatch`` refuses PyTorch's targets by their built-ins and by the ATen
+operations only they produce (``torch.ops.aten.relu``).
 """
 
 from __future__ import annotations

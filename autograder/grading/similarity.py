@@ -6,8 +6,8 @@ instructor, shown as notes of the summary; neither changes a score:
 - **copied**: a function or method of an answer cell whose syntax tree equals one of the
   course's reference implementation (``autograder/reference``) after renaming: every name
   (arguments, locals, globals such as ``torch`` imported under another alias, the function's
-  own name) is replaced by its order of first appearance; docstrings and annotations are
-  dropped; attribute names (``.softmax``, ``.reshape``), keywords and constants are kept.
+  own name) is replaced by its order of first appearance; docstrings, annotations and
+  decorators are dropped; attribute names (``.softmax``, ``.reshape``), keywords and constants are kept.
   Only functions of at least ``MIN_STATEMENTS`` statements are compared: below that, short
   answers written independently coincide with the reference too often (``return x @ W.T``).
 - **machinery**: an answer cell that touches what the checks rely on (a function's code
@@ -62,7 +62,7 @@ class _Renamer(ast.NodeTransformer):
         node.name = self._name(node.name)
         node.returns = None
         node.body = _without_docstring(node.body)
-        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        node.decorator_list = []  # a copy under @staticmethod or @torch.no_grad() is still a copy
         node.args = self.visit(node.args)
         node.body = [self.visit(s) for s in node.body]
         return node

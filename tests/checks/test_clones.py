@@ -2,7 +2,7 @@
 ``types.FunctionType(ref.__code__, ...)``, however it is kept (a default argument, a class, a
 code object kept and made into a function during the call) or renamed (``code.replace``), is
 refused with a message naming it, on both sides of the grading boundary; the same source
-retyped as a student's own is not; the profile hook is put back as it was."""
+retyped as a student's own is not; the trace hook is put back as it was."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def test_a_clone_of_a_pytorch_python_function_is_refused(fails) -> None:
     fails(check_softmax, lambda x, dim, _s=clone: _s(x, dim), error=ForbiddenCall, said="torch.nn.functional.softmax")
 
 
-def test_the_profile_hook_is_restored_after_refusals() -> None:
-    """Is the profile function in force before a block (here none, then one of the test's own) in
+def test_the_trace_hook_is_restored_after_refusals() -> None:
+    """Is the trace function in force before a block (here none, then one of the test's own) in
     force after it, when a clone was refused and the refusal swallowed, and in nested blocks?"""
     clone = types.FunctionType(reference.softmax.__code__, reference.softmax.__globals__, "mine")
 
@@ -82,13 +82,13 @@ def test_the_profile_hook_is_restored_after_refusals() -> None:
         return None
 
     for before in (None, mine):
-        sys.setprofile(before)
+        sys.settrace(before)
         try:
             with pytest.raises(ForbiddenCall, match="under another function object"):
                 with forbidden(candidate, ["autograder.reference.softmax"], instead="outer"):
                     with forbidden(candidate, ["autograder.reference.softmax"], instead="inner"):
                         candidate(torch.ones(2))
-            assert sys.getprofile() is before
+            assert sys.gettrace() is before
         finally:
-            sys.setprofile(None)
+            sys.settrace(None)
     assert clone(torch.zeros(2), -1).tolist() == [0.5, 0.5]  # outside the blocks the clone runs

@@ -93,7 +93,7 @@ def test_ops_reached_below_their_python_names_are_refused(fails) -> None:
     with a message naming the operation (here and across the boundary)?"""
     fails(check_relu, lambda x: torch.ops.aten.relu(x), error=ForbiddenCall, said=["aten.relu", "torch.relu"])
     fails(check_relu, lambda x: torch.ops.aten.clamp.default(x, 0), error=ForbiddenCall, said="aten.clamp")
-    fails(check_mean_squared_error, lambda p, t: torch._C._nn.mse_loss(p, t), error=ForbiddenCall,
+    fails(check_mean_squared_error, lambda p, t: torch._C._nn.mse_loss(p, t, 1), error=ForbiddenCall,
           said="aten.mse_loss")
     fails(check_softmax, lambda x, dim: torch.ops.aten._softmax(x, dim, False), error=ForbiddenCall,
           said="aten._softmax")
