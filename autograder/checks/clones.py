@@ -50,11 +50,22 @@ def codes_of(function: types.FunctionType, code: types.CodeType) -> list[types.C
     return found
 
 
+_CONTENTS: dict[int, tuple[types.CodeType, tuple]] = {}  # id -> (the code, kept alive; its content)
+
+
 def _content(code: types.CodeType) -> tuple:
-    """What a copy keeps whatever it was renamed: bytecode, constants, names, argument counts."""
+    """What a copy keeps whatever it was renamed: bytecode, constants, names, argument counts
+    (computed once per code object: the blocked ones are the same at every block)."""
+    cached = _CONTENTS.get(id(code))
+    if cached is not None and cached[0] is code:
+        return cached[1]
+    if len(_CONTENTS) > 10_000:
+        _CONTENTS.clear()
     consts = tuple(_content(k) if isinstance(k, types.CodeType) else (type(k).__name__, repr(k))
                    for k in code.co_consts)
-    return (code.co_code, consts, code.co_names, code.co_argcount, code.co_kwonlyargcount, code.co_flags)
+    content = (code.co_code, consts, code.co_names, code.co_argcount, code.co_kwonlyargcount, code.co_flags)
+    _CONTENTS[id(code)] = (code, content)
+    return content
 
 
 class _Watch:
