@@ -6,8 +6,10 @@ sentinels that raise ``ForbiddenCall`` with a message saying what to build inste
 Both patch the candidate's own namespace too, and undo everything afterwards. They are
 importable from ``core`` as well. ``forbidden`` also swaps the code of a blocked plain
 function for one that refuses, so that the function object itself refuses wherever it was
-captured before the check (a default argument, a closure, a ``functools.partial``, a list),
-and refuses PyTorch's built-in ops among its targets where PyTorch dispatches them.
+captured before the check (a default argument, a closure, a ``functools.partial``, a list);
+while the candidate runs, ``clones`` refuses the blocked functions' code under any other
+function object, and ``dispatch`` refuses PyTorch's targets by their built-ins and by the ATen
+operations only they produce (``torch.ops.aten.relu``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import inspect
 import itertools
 import sys
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 
+from autograder.checks import clones, dispatch
 from autograder.checks.core import ForbiddenCall, _is_remote
 
 
@@ -92,7 +95,7 @@ _CODES: dict[types.FunctionType, list[types.CodeType]] = {}  # function -> [own 
 # Targets blocked through module attributes only, because allowed code calls their function object
 # while they are forbidden. None so far (every check's right answers and every lab's solutions pass).
 _NO_CODE_SWAP: frozenset[str] = frozenset()
-# PyTorch's ops written in C: refused where PyTorch dispatches them (_RefuseBuiltins), not by code.
+# PyTorch's ops written in C: refused where PyTorch dispatches them (dispatch.RefuseBuiltins), not by code.
 _BUILTIN_KINDS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
@@ -176,23 +179,6 @@ class _Patches:
             else:
                 delattr(owner, name)
         self.undo.clear()
-
-
-class _RefuseBuiltins(torch.overrides.TorchFunctionMode):
-    """Refuses PyTorch's built-in ops among the targets however the candidate reaches them: a
-    built-in (``torch.softmax``, ``torch.Tensor.softmax``) has no Python code to swap, so one
-    captured before the check (``_f=torch.softmax``) is caught where PyTorch dispatches it."""
-
-    def __init__(self, blocked: dict[int, tuple[Any, _Sentinel]]) -> None:
-        super().__init__()
-        self.blocked = blocked  # id of the built-in -> (the built-in, kept alive; its sentinel)
-
-    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
-                           kwargs: Mapping[str, Any] | None = None) -> Any:
-        entry = self.blocked.get(id(func))
-        if entry is not None and entry[0] is func:
-            entry[1]()  # records the hit and raises
-        return func(*args, **(kwargs or {}))
 
 
 def _refuse_forbidden_candidate(candidate: Any, targets: Sequence[str], instead: str) -> None:
@@ -293,6 +279,7 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     hits: list[str] = []
     patches = _Patches()
     builtins: dict[int, tuple[Any, _Sentinel]] = {}
+    codes: dict[int, tuple[types.CodeType, clones.Refusal]] = {}  # the blocked functions' own codes
     try:
         expanded, blocked = _expand_classes(targets)
         sentinels = []
@@ -308,20 +295,41 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
             if (function is not None and path not in _NO_CODE_SWAP
                     and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))):
                 sentinel.function = function
-                patches.swap_code(function, sentinel)
                 inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
-                if inner is not function and isinstance(inner, types.FunctionType):
-                    patches.swap_code(inner, sentinel)
+                inner = inner if isinstance(inner, types.FunctionType) else function
+                for f in dict.fromkeys([function, inner]):
+                    refusal = _copy_refusal(label, path, instead, hits)
+                    codes.update({id(c): (c, refusal) for c in clones.codes_of(f, _CODES.get(f, [f.__code__])[0])})
+                    patches.swap_code(f, sentinel)
             elif path.startswith("torch.") and isinstance(original, _BUILTIN_KINDS):
                 builtins[id(original)] = (original, sentinel)
         classes = _rebind_candidate_names(patches, candidate, sentinels)
         if isinstance(candidate, type):
             classes.update(candidate.__mro__)
         _block_stale_classes(patches, classes, blocked, instead, hits)
-        with _RefuseBuiltins(builtins) if builtins else contextlib.nullcontext():
+        ops = {op: _op_refusal(path, instead, hits) for op, path in dispatch.refused_ops(expanded).items()}
+        with (dispatch.RefuseBuiltins(builtins) if builtins else contextlib.nullcontext(),
+              dispatch.RefuseOps(ops) if ops else contextlib.nullcontext(), clones.refusing(codes)):
             yield
     finally:
         patches.restore()
     if hits:
         raise ForbiddenCall(f"your code calls `{hits[0]}`. {instead}")
 
+
+def _copy_refusal(label: str, path: str, instead: str, hits: list[str]) -> clones.Refusal:
+    """What a copy of a blocked function's code does when it runs: the hit named, and the road."""
+    def refuse() -> BaseException:
+        hits.append(f"{label} (its code under another function object)")
+        return ForbiddenCall(f"your code runs the code of `{label}`, {_whose(path)}, under another function "
+                             f"object (one made from its __code__, or a copy of it). {instead}")
+    return refuse
+
+
+def _op_refusal(path: str, instead: str, hits: list[str]) -> Callable[[str], BaseException]:
+    """What a refused ATen operation does when it is dispatched: the hit named, and the road."""
+    def refuse(op: str) -> BaseException:
+        hits.append(f"{path} (as the operation aten.{op})")
+        return ForbiddenCall(f"your code reaches `{path}` as PyTorch's operation aten.{op} (torch.ops.aten.{op} "
+                             f"and the like are refused too), {_whose(path)}. {instead}")
+    return refuse

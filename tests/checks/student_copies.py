@@ -1,31 +1,28 @@
 """Make a reference function look like a student's own answer, for the tests of the checks.
 
-A check refuses a candidate that *is* the reference object (``softmax = reference.softmax``).
-To test that the reference's math passes, the tests give the check a copy: the same code,
-defined in a namespace of its own, as if a student had typed it into a notebook.
+A check refuses a candidate that *is* the reference object (``softmax = reference.softmax``),
+and a function that runs the reference's code object under another name
+(``types.FunctionType(reference.softmax.__code__, ...)``). To test that the reference's math
+passes, the tests give the check what a student who typed the same source would have: the
+reference's source, compiled anew as a cell of its own, in a copy of its module's globals.
 """
 
+import __future__
+
+import inspect
+import textwrap
 import types
 
 
 def as_student(fn: types.FunctionType) -> types.FunctionType:
-    """The same function, defined in a copy of its module's globals under the name ``student``.
-    A decorated function (``@torch.no_grad()``) is copied through its wrapper: the copy's wrapper
-    calls a copy of the inner function, as a student's decorated answer would."""
-    inner = getattr(fn, "__wrapped__", None)
-    if isinstance(inner, types.FunctionType) and fn.__closure__:
-        own = as_student(inner)
-        cells = tuple(types.CellType(own if cell.cell_contents is inner else cell.cell_contents)
-                      for cell in fn.__closure__)
-        wrapper = _clone(fn, cells)
-        wrapper.__wrapped__ = own
-        return wrapper
-    return _clone(fn, fn.__closure__)
-
-
-def _clone(fn: types.FunctionType, closure: tuple | None) -> types.FunctionType:
-    namespace = dict(fn.__globals__, __name__="student")
-    clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure)
-    clone.__kwdefaults__ = fn.__kwdefaults__
-    clone.__qualname__ = f"student.{fn.__name__}"
-    return clone
+    """The function's source compiled again in a copy of its module's globals, under the name
+    ``student``; a decorated function (``@torch.no_grad()``) comes back decorated, as a student's
+    decorated answer would."""
+    source = textwrap.dedent(inspect.getsource(fn))
+    namespace = dict(inspect.unwrap(fn).__globals__, __name__="student")  # a wrapper's are its decorator's
+    code = compile(source, f"<student {fn.__name__}>", "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
+    exec(code, namespace)  # noqa: S102 - the course's own reference source
+    copy = namespace[fn.__name__]
+    copy.__qualname__ = f"student.{fn.__name__}"
+    return copy

@@ -226,6 +226,11 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         "escape-init": (released(), 0, None),  # plus autograder/__init__.py beside the notebook
         "stderr-fill": (with_cell(released(), "relu", STDERR_FILL), 0, None),
         "stderr-victim": (answered(), 5, None),  # graded right after stderr-fill
+        # g-checks (issue 23 item 7): PyTorch's op reached below its Python name; the other exercise is honest
+        "dispatch-aten-relu": (with_cell(answered(), "relu", "def relu(x):\n    return torch.ops.aten.relu(x)\n"),
+                               3, None),
+        "dispatch-c-nn-mse-loss": (with_cell(answered(), "mean_squared_error", "def mean_squared_error(p, t):\n"
+                                             "    return torch._C._nn.mse_loss(p, t, 1)\n"), 2, None),
         "zz-victim": (answered(), 5, None),
     }
     inbox = tmp_path / "inbox"

@@ -8,6 +8,7 @@ The generic attacks (sandbox, files, processes, network) are test_hostile.py's, 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -89,14 +90,51 @@ ALIASED = {
                    "    return _search(model, src, beam_size, max_len, bos_id, eos_id, pad_id, alpha)\n",
 }
 
+# The reference's code under a function object of the student's: types.FunctionType(ref.__code__, ...) in a
+# default argument, a list and a closure (a renamed copy of the code). The checks refuse the code itself.
+CLONED = {
+    "train_bpe": "import types\nfrom autograder.reference import bpe as _b\n\n"
+                 "_clone = types.FunctionType(_b.train_bpe.__code__, _b.train_bpe.__globals__, 'mine',\n"
+                 "                            _b.train_bpe.__defaults__)\n\n"
+                 "def train_bpe(text, vocab_size, special_tokens=SPECIAL_TOKENS, _train=_clone):\n"
+                 "    return _train(text, vocab_size, special_tokens)\n",
+    "decode": "import types\nfrom autograder.reference import bpe as _b\n\n"
+              "_kept = [types.FunctionType(_b.bpe_decode.__code__, _b.bpe_decode.__globals__, 'mine')]\n\n"
+              "def decode(ids, vocab):\n    return _kept[0](ids, vocab)\n",
+    "next_token_loss": "import types\nfrom autograder.reference import families as _f\n\n"
+                       "def _make(code=_f.next_token_loss.__code__.replace(co_name='mine'), g=_f.__dict__):\n"
+                       "    clone = types.FunctionType(code, g, 'mine')\n"
+                       "    return lambda logits, tokens, pad_id: clone(logits, tokens, pad_id)\n\n"
+                       "next_token_loss = _make()\n",
+}
+
+# The reference's bpe_decode retyped with other names (9 statements): flagged for the instructor, scored in full.
+COPIED = {
+    "decode": '''
+_TO_BYTE = bpe.unicode_to_bytes()
+
+
+def decode(ids, vocab):
+    token_of = {n: t for t, n in vocab.items()}
+    out = bytearray()
+    for n in ids:
+        if isinstance(n, bool) or not isinstance(n, int) or n not in token_of:
+            raise ValueError(f"unknown token id {n!r}: the ids of this vocabulary run from 0 to {len(vocab) - 1}")
+        piece = token_of[n]
+        plain = all(c in _TO_BYTE for c in piece)
+        out += bytes(_TO_BYTE[c] for c in piece) if plain else piece.encode("utf-8")
+    return out.decode("utf-8", errors="replace")
+''',
+}
+
 POINTS = {"count_pairs": 2, "train_bpe": 4, "encode": 3, "decode": 2, "beam_search": 4, "filter_logits": 2,
           "decoder_only": 3, "next_token_loss": 2}
 TOTAL = sum(POINTS.values())
 
 
-def _with_answers(sources: dict[str, str]) -> nbformat.NotebookNode:
-    """The released lab with the given exercise cells replaced by ``sources``."""
-    nb = released(LAB)
+def _with_answers(sources: dict[str, str], base: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """The released lab (or ``base``) with the given exercise cells replaced by ``sources``."""
+    nb = released(LAB) if base is None else base
     for grade_id, source in sources.items():
         nb.cells[index_of(nb, grade_id)].source = source
     return nb
@@ -116,12 +154,16 @@ CASES = {  # student: (notebook maker, expected score, a phrase its summary line
     "honest-bpe": (lambda: answers.answered(REPO, LAB, ["count_pairs", "train_bpe", "encode", "decode"]),
                    POINTS["count_pairs"] + POINTS["train_bpe"] + POINTS["encode"] + POINTS["decode"], None),
     "aliased": (lambda: _with_answers(ALIASED), 0, None),
+    "reference-clone": (lambda: _with_answers(CLONED, answers.answered(REPO, LAB)),
+                        TOTAL - POINTS["train_bpe"] - POINTS["decode"] - POINTS["next_token_loss"], None),
+    "copied-source": (lambda: _with_answers(COPIED, answers.answered(REPO, LAB)), TOTAL,
+                      "syntax tree of the reference's `autograder.reference.bpe.bpe_decode`"),
 }
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> tuple[dict, str]:
-    """Every student of CASES graded once through the pipeline: outcomes by student, summary."""
+def graded(tmp_path_factory) -> tuple[dict, str, Path]:
+    """Every student of CASES graded once through the pipeline: outcomes by student, summary, course."""
     if sandbox.probe() is not None:
         pytest.skip(f"bubblewrap cannot run here: {sandbox.probe()}")
     root = tmp_path_factory.mktemp("lab9")
@@ -136,7 +178,7 @@ def graded(tmp_path_factory) -> tuple[dict, str]:
         nbformat.write(make(), str(inbox / student / LAB / f"{LAB}.ipynb"))
     outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, memory_mb=2048, job_timeout=600,
                                                               progress=False))
-    return {o.student: o for o in outcomes}, pipeline.summary(outcomes)
+    return {o.student: o for o in outcomes}, pipeline.summary(outcomes), course
 
 
 @pytest.mark.slow
@@ -145,10 +187,22 @@ def test_lab9_attack_scores_only_its_honest_part(graded, student: str) -> None:
     """Does an answer that returns the reference's or the library's result (called by name or captured
     before the check), or forges a pass in the kernel, score nothing for it, and an honest partial
     answer exactly its points?"""
-    by_student, text = graded
+    by_student, text, _ = graded
     _, score, phrase = CASES[student]
     outcome = by_student[student]
     assert (outcome.score, outcome.max_score) == (score, TOTAL), f"{student}: {text}"
     if phrase:
         assert any(line.startswith(f"  {student} / {LAB}:") and phrase in line for line in text.splitlines()), \
             f"{student}: no line saying {phrase!r} in\n{text}"
+
+
+@pytest.mark.slow
+def test_lab9_each_refused_clone_is_named_in_the_feedback(graded) -> None:
+    """Does the feedback of the student whose answers run the reference's code under function objects
+    of their own name each of the three refusals: the reference function, and the road it took?"""
+    _, text, course = graded
+    page = (course / "feedback" / "reference-clone" / LAB / f"{LAB}.html").read_text()
+    for name in ("autograder.reference.bpe.train_bpe", "autograder.reference.bpe.bpe_decode",
+                 "autograder.reference.families.next_token_loss"):
+        assert name in page, f"{name} not named in the feedback:\n{text}"
+    assert page.count("under another function object") >= 3, text
