@@ -19,6 +19,7 @@ The check's message (the traceback's last entry, ``CheckFailed: ...``) stays.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import site
@@ -122,15 +123,17 @@ class ClearHiddenTestsAndPaths(Preprocessor):
                 self._output(output)
         return nb, resources
 
-    def _redact(self, text: str) -> str:
-        return self._pattern.sub(self.replacement, text) if self._pattern else text
+    def _redact(self, text: str, markup: bool = False) -> str:
+        """``text`` with the grader's folders replaced (escaped where ``text`` is HTML)."""
+        replacement = html.escape(self.replacement) if markup else self.replacement
+        return self._pattern.sub(lambda _: replacement, text) if self._pattern else text
 
     def _output(self, output: NotebookNode) -> None:
         if "text" in output:
             output.text = self._redact(output.text)
         for mime in ("text/plain", "text/markdown", "text/html"):
             if isinstance(output.get("data", {}).get(mime), str):
-                output.data[mime] = self._redact(output.data[mime])
+                output.data[mime] = self._redact(output.data[mime], markup=mime != "text/plain")
         if output.get("output_type") != "error":
             return
         output.evalue = self._redact(output.get("evalue", ""))

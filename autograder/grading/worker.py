@@ -126,6 +126,7 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
     from nbgrader.api import Gradebook
 
     from autograder.grading import recheck, sandbox
+    from autograder.grading import verdicts as verdicts_of
 
     lab, student = job["lab"], job["student"]
     notebook = root / "autograded" / student / lab / f"{lab}.ipynb"
@@ -144,20 +145,20 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
                     for grade_id in recheck.test_cells(source)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    notes, disagreements = [], {}
+    notes: list[str] = []
+    sources = recheck.test_cells(source)
+    hidden = verdicts_of.hidden_failures(sources, verdicts)  # the kernel never ran those: no disagreement
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
         for grade_id, verdict in verdicts.items():
             grade = gb.find_grade(grade_id, lab, lab, student)
             if verdict.passed:
                 continue
-            if grade.auto_score:
+            if grade.auto_score and grade_id not in hidden:
                 notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
                              f"({headline(verdict.message)}): scored 0")
-                disagreements[grade_id] = verdict.message
             grade.auto_score = 0
         gb.db.commit()
-    if disagreements:
-        annotate(notebook, disagreements)
+    annotate(notebook, sources, verdicts)
     return notes
 
 
@@ -171,20 +172,12 @@ def headline(message: str) -> str:
     return lines[0][:200]
 
 
-def annotate(notebook: Path, messages: dict[str, str]) -> None:
-    """Add the independent check's message to each test cell it failed, for the feedback."""
-    import nbformat
+def annotate(notebook: Path, sources: dict[str, str], verdicts: dict) -> None:
+    """Show the independent check's verdict in each test cell of the autograded notebook, in
+    place of what the kernel printed there (``verdicts.annotate``), for the feedback."""
+    from autograder.grading import verdicts as verdicts_of
 
-    nb = nbformat.read(str(notebook), as_version=4)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in messages:
-            cell.outputs.append(nbformat.v4.new_output(
-                "error", ename="IndependentCheckFailed",
-                evalue="this test passed in your notebook, but not when checked again outside it",
-                traceback=["IndependentCheckFailed: this test passed in your notebook, but not when checked "
-                           "again outside it (scored 0):", *messages[grade_id].splitlines()]))
-    nbformat.write(nb, str(notebook))
+    verdicts_of.annotate(notebook, sources, verdicts)
 
 
 def _children(pid: int) -> list[int]:
