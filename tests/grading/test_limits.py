@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 from grading_helpers import REPO
 
-from autograder.grading.limits import MiB, CapOutputBytes, size
+from autograder.grading.limits import CapOutputBytes, MiB, size
 from autograder.grading.worker import load_config
 
 
@@ -37,7 +37,8 @@ def test_escapes_and_rich_outputs_stay_within_the_cap() -> None:
     nb = nbformat.v4.new_notebook(cells=[_cell(newlines, rich, error)])
     nb, _ = CapOutputBytes().preprocess(nb, {})
     assert all(size(o) <= 2 * MiB for o in nb.cells[0].outputs), [size(o) for o in nb.cells[0].outputs]
-    assert list(nb.cells[0].outputs[1].data) == ["text/plain"] and "cut here" in nb.cells[0].outputs[1].data["text/plain"]
+    rich = nb.cells[0].outputs[1]
+    assert list(rich.data) == ["text/plain"] and "cut here" in rich.data["text/plain"]
 
 
 def test_a_notebook_keeps_16_mib_of_outputs_and_notes_the_rest() -> None:

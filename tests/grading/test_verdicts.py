@@ -14,10 +14,9 @@ import pytest
 from grading_helpers import LAB, REPO, answered, index_of
 
 from autograder.checks.core import CheckFailed
-from autograder.grading import verdicts
+from autograder.grading import recheck, verdicts
 from autograder.grading.child import Child
 from autograder.grading.hidden import HideHiddenTests, RestoreHiddenTests
-from autograder.grading import recheck
 from autograder.grading.recheck import Verdict
 from autograder.grading.remote import Connection
 
