@@ -15,6 +15,11 @@ them and name the grader's files (nbgrader #917). ``ClearHiddenTestsAndPaths`` r
   folders) are replaced by ``<grader>`` in whatever text remains.
 
 The check's message (the traceback's last entry, ``CheckFailed: ...``) stays.
+
+The rest of what feedback may show is decided beside this module: the kernel never runs a
+hidden test (``hidden``); a test cell shows the independent check's verdict, not what the
+kernel printed (``verdicts``); outputs are capped in bytes (``limits``); and every page made
+from a submission is cleaned of what a browser would run (``sanitize``).
 """
 
 from __future__ import annotations
@@ -100,7 +105,7 @@ class ClearHiddenTestsAndPaths(Preprocessor):
         forms = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
         if not forms:
             return None
-        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?:/[^\s'\"():,;\x1b]*)?")
+        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?:/[^\s'\"():,;\x1b<>&]*)?")
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         self._pattern = self._paths()
