@@ -13,7 +13,9 @@ the autograded notebook (which the feedback and Formgrader render) by:
   failure came from a line of the hidden tests, the message loses its ``expected:`` part (the
   hidden test's answer), keeping what was checked, what was found and the likely mistake;
 - where the cell failed in the notebook and passes here, a line saying it failed there
-  (scored 0) and how to see why.
+  (scored 0) and how to see why;
+- where the kernel itself ran out of time or memory, or died, in that cell, a line saying so
+  (in our words, with the error's name, which the summary's notes read).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ PASSED = "Passed: the grader ran this test again, outside your notebook, and it 
 FAILED = "Failed: the grader ran this test again, outside your notebook (scored 0)."
 FORGED = ("IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it "
           "(scored 0).")
+# what went wrong in the kernel itself is kept, in our words, for the summary's notes (inspect.after_grading)
+KERNEL_TROUBLE = {"CellTimeoutError": "this cell ran past the time limit when your notebook ran",
+                  "MemoryError": "this cell ran out of memory when your notebook ran",
+                  "DeadKernelError": "the kernel died in this cell when your notebook ran"}
 NOTEBOOK_FAILED = ("This test failed when your notebook ran (scored 0), although it passes when the grader runs it "
                    "again outside your notebook: run your notebook from the top (Restart & Run All) to see why.")
 
@@ -128,8 +134,10 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if not is_test_cell(cell) or grade_id not in verdicts:
             continue
-        failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-        cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, failed)
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors))
+        cell.outputs += [nbformat.v4.new_output("error", ename=e.ename, evalue=KERNEL_TROUBLE[e.ename], traceback=[])
+                         for e in errors[:1] if e.get("ename") in KERNEL_TROUBLE]
     nbformat.write(nb, str(notebook))
 
 

@@ -153,7 +153,10 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
             grade = gb.find_grade(grade_id, lab, lab, student)
             if verdict.passed:
                 continue
-            if grade.auto_score and grade_id not in hidden:
+            if grade.auto_score and grade_id in hidden:
+                notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
+                             "(hard-coded outputs?)")
+            elif grade.auto_score:
                 notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
                              f"({headline(verdict.message)}): scored 0")
             grade.auto_score = 0

@@ -133,3 +133,18 @@ def test_the_kernel_runs_test_cells_without_their_hidden_tests() -> None:
     assert "check_relu(relu)" in nb.cells[index_of(nb, "test_relu")].source
     nb, resources = RestoreHiddenTests().preprocess(nb, resources)
     assert nbformat.writes(nb) == before
+
+
+def test_annotate_keeps_the_kernels_own_trouble_in_its_words(tmp_path: Path) -> None:
+    """Where the kernel ran out of time in a test cell, does the cell keep that error's name
+    (which the summary's notes read), in the grader's words, not the kernel's?"""
+    nb = answered()
+    timeout = nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="printed by the kernel",
+                                     traceback=["kernel text"])
+    nb.cells[index_of(nb, "test_relu")].outputs = [timeout]
+    path = tmp_path / "autograded.ipynb"
+    nbformat.write(nb, str(path))
+    verdicts.annotate(path, recheck.test_cells(SOURCE), {"test_relu": Verdict(True)})
+    after = nbformat.read(str(path), as_version=4).cells[index_of(nb, "test_relu")].outputs
+    assert [o.get("ename") for o in after] == [None, "CellTimeoutError"]
+    assert verdicts.NOTEBOOK_FAILED in after[0].text and "printed by the kernel" not in str(after)
