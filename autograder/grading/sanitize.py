@@ -17,7 +17,8 @@ without it, and nbconvert's markdown renderer lets ``javascript:`` links through
   execution count, nbgrader's grade id) must be plain numbers or names.
 
 Allowed: nh3's default tags (no script, style, form, iframe, object), ``class``, heading
-ids; links and images by http(s), mailto, relative URLs, and ``data:image/`` for images.
+ids; links by http(s), mailto and relative URLs; images by relative and ``data:image/`` URLs
+only (a page fetches nothing from another host when an instructor opens it).
 """
 
 from __future__ import annotations
@@ -49,9 +50,14 @@ DROPPED = "(an output of type {} is not shown here: a page of feedback runs no c
 
 
 def _attribute(tag: str, attribute: str, value: str) -> str | None:
-    """``data:`` URLs only as the source of an image, and only images."""
-    if attribute in ("href", "src") and value.strip().lower().startswith("data:"):
-        return value if tag == "img" and value.strip().lower().startswith("data:image/") else None
+    """``data:`` URLs only as the source of an image, and only images; an image's source only
+    that or a relative URL (a page of feedback fetches nothing from another host)."""
+    url = value.strip().lower()
+    if attribute == "src" and tag == "img":
+        relative = not url.startswith("//") and ":" not in url.split("/", 1)[0]
+        return value if url.startswith("data:image/") or relative else None
+    if attribute in ("href", "src") and url.startswith("data:"):
+        return None
     return value
 
 

@@ -61,6 +61,8 @@ def test_markdown_loses_what_runs_and_keeps_its_text_and_math() -> None:
     assert not RAN.search(cleaned), RAN.search(cleaned)
     assert "$x_i &lt; y_j$" in cleaned and "click me" in cleaned and "a quote with" in cleaned
     assert "\n" not in cleaned  # one HTML block: the template's renderer passes it through
+    remote = clean_markdown('![a](https://tracker.example/p.png) <img src="//tracker.example/q.png"> ![b](plot.png)')
+    assert "tracker" not in remote and 'src="plot.png"' in remote
 
 
 def test_outputs_lose_what_runs_and_keep_text_and_images() -> None:
