@@ -33,9 +33,26 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.iopub_timeout = 10
 c.Execute.raise_on_iopub_timeout = False
 c.Execute.startup_timeout = 120
-# Megabytes of printed output are cut down before they reach the gradebook and feedback.
+# Megabytes of printed output are cut down before they reach the gradebook and feedback: lines
+# (LimitOutput), then bytes, 2 MiB an output and 16 MiB a notebook (autograder/grading/limits.py).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 100
+c.CapOutputBytes.max_output_bytes = 2 * 2**20
+c.CapOutputBytes.max_notebook_bytes = 16 * 2**20
+# The kernel runs the test cells without their hidden tests (a submission can print every cell
+# its kernel runs): the independent check runs them (autograder/grading/hidden.py).
+c.Autograde.autograde_preprocessors = [
+    "autograder.grading.hidden.HideHiddenTests",
+    "nbgrader.preprocessors.Execute",
+    "autograder.grading.hidden.RestoreHiddenTests",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "autograder.grading.limits.CapOutputBytes",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 # A test cell the student edited is restored, and one they deleted is added back and scored.
 c.OverwriteCells.add_missing_cells = True
 
@@ -48,6 +65,11 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.ClearHiddenTestsAndPaths.grader_paths = [c.CourseDirectory.root]
+# Every page rendered from a submission, the feedback and Formgrader's view of it (both build an
+# HTMLExporter from this file), runs nothing of it: markdown and outputs are cleaned with nh3
+# first (autograder/grading/sanitize.py). HTMLExporter.sanitize_html alone would not do it:
+# nbgrader's templates render markdown cells without it.
+c.HTMLExporter.preprocessors = ["autograder.grading.sanitize.SanitizeNotebook"]
 # --- end of feedback ---
 
 # --- Formgrader in JupyterLab (python -m autograder lab leaves it out for students) ---
@@ -59,6 +81,11 @@ import sys  # noqa: E402
 _scripts = os.path.dirname(sys.executable)
 if _scripts not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join([_scripts, os.environ.get("PATH", "")])
+# Formgrader's Autograde buttons would run a submission as the instructor, outside the sandbox:
+# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/formgrader.py).
+from autograder.grading.formgrader import disable_autograde  # noqa: E402
+
+disable_autograde()
 # Formgrader's pages load MathJax 2 from a CDN and nbgrader 0.9.6 has no setting to change that
 # (its templates call the `mathjax()` macro without a URL): see "Formgrader without internet" in
 # book/guides/instructor.md.

@@ -15,10 +15,16 @@ them and name the grader's files (nbgrader #917). ``ClearHiddenTestsAndPaths`` r
   folders) are replaced by ``<grader>`` in whatever text remains.
 
 The check's message (the traceback's last entry, ``CheckFailed: ...``) stays.
+
+The rest of what feedback may show is decided beside this module: the kernel never runs a
+hidden test (``hidden``); a test cell shows the independent check's verdict, not what the
+kernel printed (``verdicts``); outputs are capped in bytes (``limits``); and every page made
+from a submission is cleaned of what a browser would run (``sanitize``).
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import site
@@ -99,7 +105,7 @@ class ClearHiddenTestsAndPaths(Preprocessor):
         forms = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
         if not forms:
             return None
-        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?:/[^\s'\"():,;\x1b]*)?")
+        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?:/[^\s'\"():,;\x1b<>&]*)?")
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         self._pattern = self._paths()
@@ -122,15 +128,17 @@ class ClearHiddenTestsAndPaths(Preprocessor):
                 self._output(output)
         return nb, resources
 
-    def _redact(self, text: str) -> str:
-        return self._pattern.sub(self.replacement, text) if self._pattern else text
+    def _redact(self, text: str, markup: bool = False) -> str:
+        """``text`` with the grader's folders replaced (escaped where ``text`` is HTML)."""
+        replacement = html.escape(self.replacement) if markup else self.replacement
+        return self._pattern.sub(lambda _: replacement, text) if self._pattern else text
 
     def _output(self, output: NotebookNode) -> None:
         if "text" in output:
             output.text = self._redact(output.text)
         for mime in ("text/plain", "text/markdown", "text/html"):
             if isinstance(output.get("data", {}).get(mime), str):
-                output.data[mime] = self._redact(output.data[mime])
+                output.data[mime] = self._redact(output.data[mime], markup=mime != "text/plain")
         if output.get("output_type") != "error":
             return
         output.evalue = self._redact(output.get("evalue", ""))

@@ -24,7 +24,7 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ class Verdict:
 
     passed: bool
     message: str = ""
+    error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
 
 
 def test_cells(source: Path) -> dict[str, str]:
@@ -174,7 +175,7 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
             except (wire.WireError, TimeoutError):
                 raise
             except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
-                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}")
+                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err)
             if child.connection.broken:
                 raise wire.PeerGone(child.connection.broken)
     except (wire.WireError, TimeoutError, OSError) as err:

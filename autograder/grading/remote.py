@@ -18,6 +18,8 @@ import builtins
 import contextlib
 import dataclasses
 import importlib
+import re
+import traceback
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +31,26 @@ from autograder.grading import wire
 
 class RemoteError(Exception):
     """An exception raised on the other side; its class is named after the original."""
+
+
+CELL_FILE = re.compile(r"^<cell (\d{1,4})>$")
+MAX_FRAMES = 20
+
+
+def cell_frames(err: BaseException) -> list[list]:
+    """The frames of a submission's own code cells (``<cell N>``, as the child compiles them)
+    in ``err``'s traceback: ``[N, line, function]`` each, innermost last, for its feedback."""
+    frames = [[int(match.group(1)), frame.lineno or 0, str(frame.name)[:100]]
+              for frame in traceback.extract_tb(err.__traceback__) if (match := CELL_FILE.match(frame.filename))]
+    return frames[-MAX_FRAMES:]
+
+
+def _frames_in(value: Any) -> list[tuple[int, int, str]]:
+    """Frames as the child sent them, kept only where they have that shape (it may send anything)."""
+    if not isinstance(value, list):
+        return []
+    return [(f[0], f[1], f[2][:100]) for f in value[-MAX_FRAMES:] if isinstance(f, list) and len(f) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in f[:2]) and isinstance(f[2], str)]
 
 
 def _exception(name: str, message: str) -> BaseException:
@@ -175,6 +197,8 @@ class Connection:
             tensors.update(extra_tensors)
         except Exception as err:  # noqa: BLE001 - any failure is the reply, not a crash
             reply, tensors = {"error": [type(err).__name__, str(err)[:4000]]}, {}
+            if self.trusting:  # the child: where in the submission's cells it was raised
+                reply["frames"] = cell_frames(err)
         wire.send(self.wfd, wire.pack(reply, tensors))
 
     def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
@@ -197,7 +221,9 @@ class Connection:
             error = reply["error"]
             if not (isinstance(error, list) and len(error) == 2):
                 raise wire.WireError("a malformed error reply")
-            raise _exception(str(error[0]), str(error[1]))
+            exception = _exception(str(error[0]), str(error[1]))
+            exception.remote_frames = _frames_in(reply.get("frames"))  # type: ignore[attr-defined]
+            raise exception
         return self.decode(reply.get("value"), blobs)
 
     def getattr(self, ref: int, name: str) -> Any:

@@ -129,7 +129,8 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
     summary's notes; a disagreement is written into the autograded notebook for the feedback."""
     from nbgrader.api import Gradebook
 
-    from autograder.grading import recheck, sandbox
+    from autograder.grading import recheck, sandbox, similarity
+    from autograder.grading import verdicts as verdicts_of
 
     lab, student = job["lab"], job["student"]
     notebook = root / "autograded" / student / lab / f"{lab}.ipynb"
@@ -150,23 +151,25 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
                     for grade_id in recheck.test_cells(source)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    notes, disagreements = [], {}
+    notes: list[str] = []
+    sources = recheck.test_cells(source)
+    hidden = verdicts_of.hidden_failures(sources, verdicts)  # the kernel never ran those: no disagreement
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
         for grade_id, verdict in verdicts.items():
             grade = gb.find_grade(grade_id, lab, lab, student)
             if verdict.passed:
                 continue
-            if grade.auto_score:
+            if grade.auto_score and grade_id in hidden:
+                notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
+                             "(hard-coded outputs?)")
+            elif grade.auto_score:
                 notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
                              f"({headline(verdict.message)}): scored 0")
-                disagreements[grade_id] = verdict.message
             grade.auto_score = 0
         gb.db.commit()
-    if disagreements:
-        annotate(notebook, disagreements)
-    # g-checks (issue 23 item 7): answers that retype the reference or touch the checks' machinery,
-    # flagged for the instructor (a note, never a score): autograder/grading/similarity.py
-    from autograder.grading import similarity
+    annotate(notebook, sources, verdicts)
+    # answers that retype the reference or touch the checks' machinery: a note for the
+    # instructor, never a score
     notes += similarity.notes(notebook)
     return notes
 
@@ -181,20 +184,12 @@ def headline(message: str) -> str:
     return lines[0][:200]
 
 
-def annotate(notebook: Path, messages: dict[str, str]) -> None:
-    """Add the independent check's message to each test cell it failed, for the feedback."""
-    import nbformat
+def annotate(notebook: Path, sources: dict[str, str], verdicts: dict) -> None:
+    """Show the independent check's verdict in each test cell of the autograded notebook, in
+    place of what the kernel printed there (``verdicts.annotate``), for the feedback."""
+    from autograder.grading import verdicts as verdicts_of
 
-    nb = nbformat.read(str(notebook), as_version=4)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in messages:
-            cell.outputs.append(nbformat.v4.new_output(
-                "error", ename="IndependentCheckFailed",
-                evalue="this test passed in your notebook, but not when checked again outside it",
-                traceback=["IndependentCheckFailed: this test passed in your notebook, but not when checked "
-                           "again outside it (scored 0):", *messages[grade_id].splitlines()]))
-    nbformat.write(nb, str(notebook))
+    verdicts_of.annotate(notebook, sources, verdicts)
 
 
 def _children(pid: int) -> list[int]:

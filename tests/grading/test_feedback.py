@@ -73,6 +73,9 @@ def test_grader_paths_are_replaced_in_printed_text() -> None:
     assert nb.cells[0].outputs[0].text == "saved in <grader>\n"
 
 
+HELPER_RELU = "def _helper(x):\n    return x.no_such_method()\n\ndef relu(x):\n    return _helper(x)\n"
+
+
 def _text(page: str) -> str:
     """The text a reader sees in an HTML page (highlighting spans split the code into words)."""
     return html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -81,21 +84,34 @@ def _text(page: str) -> str:
 @pytest.mark.slow
 def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) -> None:
     """In a real autograded lab whose hidden tests fail, does the feedback HTML show the
-    check's message but not the hidden tests, their seeds' loop, or the grader's paths?"""
+    check's message (without the hidden test's expected value) but not the hidden tests, their
+    seeds' loop, or the grader's paths; and where a student's function fails, its own frames?"""
     from test_robustness import HARD_CODED_RELU
 
     nb = answered("mean_squared_error")
     nb.cells[index_of(nb, "relu")].source = HARD_CODED_RELU
     nb = with_cell(nb, None, 'import json\njson.loads("{")')  # a traceback through the standard library
     submit(tmp_path / "inbox", "hc", nb)
-    (outcome,) = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
-    assert (outcome.score, outcome.max_score) == (3, 5), outcome
+    frames = answered("mean_squared_error")
+    frames.cells[index_of(frames, "relu")].source = HELPER_RELU
+    submit(tmp_path / "inbox", "helper", frames)
+    outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
+    assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [("hc", 3, 5, []), ("helper", 3, 5, [])]
     page = (course / "feedback" / "hc" / LAB / f"{LAB}.html").read_text()
     text = _text(page)
-    assert "check_relu failed." in text and "greatest difference" in text
+    # the hidden test's failure, as the independent check raised it, without the hidden test's answer
+    assert "check_relu failed." in text and "found:" in text and "expected:" not in text
+    assert "Failed: the grader ran this test again" in text
     assert "JSONDecodeError" in text
     for secret in ("BEGIN HIDDEN TESTS", "for seed in (1, 2, 3)", "seed=seed", str(course), str(REPO),
                    "site-packages", "json/decoder.py"):
         assert secret not in text and secret not in page, secret
     autograded = nbformat.read(str(course / "autograded" / "hc" / LAB / f"{LAB}.ipynb"), as_version=4)
     assert "BEGIN HIDDEN TESTS" in autograded.cells[index_of(autograded, "test_relu")].source  # instructors keep them
+    # the student's own frames, raised in the independent check's child, with their lines
+    helper = _text((course / "feedback" / "helper" / LAB / f"{LAB}.html").read_text())
+    count = nbformat.read(str(course / "autograded" / "helper" / LAB / f"{LAB}.ipynb"),
+                          as_version=4).cells[index_of(frames, "relu")].execution_count
+    assert f"Cell In[{count}], line 5, in relu" in helper and "return _helper(x)" in helper, helper
+    assert f"Cell In[{count}], line 2, in _helper" in helper and "x.no_such_method()" in helper
+    assert "AttributeError" in helper

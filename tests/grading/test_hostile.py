@@ -5,8 +5,12 @@ behind (no file, no process, no connection); the victim gets exactly its own sco
 
 from __future__ import annotations
 
+import base64
 import csv
+import html
+import json
 import os
+import re
 import socket
 import tempfile
 import unicodedata
@@ -18,6 +22,7 @@ from grading_helpers import LAB, answered, processes_with, released, submit, wit
 
 from autograder.grading import pipeline, sandbox
 from autograder.grading.ids import safe_id
+from autograder.grading.feedback import clear_hidden
 
 PLANTED = "ch99_planted.py"
 
@@ -115,6 +120,44 @@ try:
 except OSError as err:
     print("stopped after", written, "MiB:", err)
 '''
+
+# feedback-hook: a kernel hook prints every cell it runs, at once and (encoded) in a later cell
+FEEDBACK_HOOK = '''
+_seen = []
+def _show(info):
+    _seen.append(info.raw_cell)
+    print("HOOK SAW:", info.raw_cell)
+get_ipython().events.register("pre_run_cell", _show)
+'''
+FEEDBACK_HOOK_LATER = ("import base64\nfor _s in _seen:\n"
+                       "    print('LATER:', _s[::-1], base64.b64encode(_s.encode()).decode())\n")
+# feedback-script: script, an event handler and a javascript: link in markdown and in outputs
+FEEDBACK_SCRIPT_MARKDOWN = """<script>window.hostile = "md-script"</script>
+
+<img src="nowhere.png" onerror="window.hostile = 'md-onerror'">
+
+[click me](javascript:window.hostile='md-link')"""
+FEEDBACK_SCRIPT_OUTPUT = r"""from IPython.display import HTML, Javascript, display
+display(HTML("<script>window.hostile = 1</script><img src=x onerror=window.hostile=2>"
+             "<a href=\"javascript:window.hostile=3\">link</a>"))
+display(Javascript("window.hostile = 4"))
+"""
+SIZE_LINE = "print('x' * 50_000_000)"
+
+
+def feedback_script() -> nbformat.NotebookNode:
+    nb = with_cell(answered(), "relu", FEEDBACK_SCRIPT_OUTPUT)
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(FEEDBACK_SCRIPT_MARKDOWN))
+    return nb
+
+
+def runnable(page: str) -> list[str]:
+    """What in a page of feedback a browser would run: script elements and event-handler or
+    javascript: attributes in a tag (the page's own head, MathJax and styles, excepted)."""
+    body = page[page.index("<body"):]
+    return (re.findall(r"<script\b[^>]*>(?:(?!</script>).)*hostile", body, re.S)
+            + re.findall(r"<[a-z][^<>]*\s(?:on[a-z]+\s*=|(?:href|src)\s*=\s*[\"\']?\s*javascript:)[^<>]*>", body, re.I))
+
 
 SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
           "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
@@ -226,11 +269,14 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         "escape-init": (released(), 0, None),  # plus autograder/__init__.py beside the notebook
         "stderr-fill": (with_cell(released(), "relu", STDERR_FILL), 0, None),
         "stderr-victim": (answered(), 5, None),  # graded right after stderr-fill
-        # g-checks (issue 23 item 7): PyTorch's op reached below its Python name; the other exercise is honest
+        # PyTorch's op reached below its Python name; the other exercise is honest
         "dispatch-aten-relu": (with_cell(answered(), "relu", "def relu(x):\n    return torch.ops.aten.relu(x)\n"),
                                3, None),
         "dispatch-c-nn-mse-loss": (with_cell(answered(), "mean_squared_error", "def mean_squared_error(p, t):\n"
                                              "    return torch._C._nn.mse_loss(p, t, 1)\n"), 2, None),
+        "feedback-hook": (with_cell(with_cell(answered(), "setup", FEEDBACK_HOOK), None, FEEDBACK_HOOK_LATER), 5, None),
+        "feedback-script": (feedback_script(), 5, None),
+        "size-line": (with_cell(released(), "relu", SIZE_LINE), 0, None),
         "zz-victim": (answered(), 5, None),
     }
     inbox = tmp_path / "inbox"
@@ -309,3 +355,33 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     printed = "".join(o.get("text", "") for c in autograded.cells for o in c.get("outputs", []))
     assert "No such file or directory" in printed or "Permission denied" in printed or "Read-only" in printed
     assert os.environ["AUTOGRADER_TEST_SECRET"] not in printed
+    _feedback_holds(course)
+
+
+def _feedback_holds(course: Path) -> None:
+    """The feedback attackers: no hidden test in any form, nothing a browser runs, no 50 MB."""
+    def page(student: str) -> str:
+        return (course / "feedback" / student / LAB / f"{LAB}.html").read_text()
+
+    source = nbformat.read(str(course / "solutions" / LAB / f"{LAB}.ipynb"), as_version=4)
+    tests = [c.source for c in source.cells if "BEGIN HIDDEN TESTS" in c.source]
+    visible = {line for t in tests for line in clear_hidden(t, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS").split("\n")}
+    hidden = [line for t in tests for line in t.split("BEGIN HIDDEN TESTS")[1].splitlines()[1:-1]
+              if len(line) > 12 and line not in visible]  # a re-import the visible part also has is no secret
+    assert hidden
+    hook = page("feedback-hook")
+    autograded = nbformat.read(str(course / "autograded" / "feedback-hook" / LAB / f"{LAB}.ipynb"), as_version=4)
+    printed = json.dumps([c.get("outputs", []) for c in autograded.cells])
+    assert "LATER:" in hook and "Passed: the grader ran this test again" in hook  # the hook ran; verdicts shown
+    assert "HOOK SAW: from autograder.checks" not in hook  # nothing the kernel printed in a test cell
+    for text in (hook, printed):
+        decoded = [base64.b64decode(token).decode(errors="replace")  # what the hook printed in base64
+                   for token in re.findall(r"[A-Za-z0-9+/]{40,}={0,2}", text) if len(token) % 4 == 0]
+        assert decoded, "the hook printed nothing in base64"
+        for secret in ["BEGIN HIDDEN TESTS", *hidden, *(line[::-1] for line in hidden)]:
+            assert html.escape(secret, quote=False) not in text and secret not in text, secret
+            assert not [d for d in decoded if secret in d], secret
+    script = page("feedback-script")
+    assert "click me" in script and runnable(script) == [], runnable(script)
+    size = course / "feedback" / "size-line" / LAB / f"{LAB}.html"
+    assert size.stat().st_size < 4 * 2**20 and "output cut here" in size.read_text()

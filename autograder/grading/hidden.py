@@ -1,0 +1,57 @@
+"""The grading kernel never sees a hidden test: autograde runs each test cell without its
+``### BEGIN HIDDEN TESTS`` block, and the block is put back once the notebook has run.
+
+A submission can watch every cell its kernel runs (an IPython ``pre_run_cell`` hook, an input
+transformer) and print it, now or in a later cell: the hidden tests must therefore never reach
+the kernel. They are run by the independent check (``recheck``), outside the submission's
+process, whose verdict decides the score with the kernel's (an exercise keeps its points only
+if both pass) and is what the feedback shows for each test cell (``verdicts``).
+
+``HideHiddenTests`` goes just before ``Execute`` in ``Autograde.autograde_preprocessors``,
+``RestoreHiddenTests`` just after it (nbgrader_config.py): the autograded notebook, which
+instructors read, keeps its test cells whole.
+"""
+
+from __future__ import annotations
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
+from traitlets import Bool, Unicode
+
+from autograder.grading.feedback import clear_hidden
+
+KEY = "autograder_hidden_tests"
+
+
+def is_test_cell(cell: NotebookNode) -> bool:
+    """A graded code cell that is not a solution: the course's own test cell."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+class HideHiddenTests(Preprocessor):
+    """Take the hidden block out of every test cell before the kernel runs the notebook."""
+
+    enabled = Bool(True, help="nbconvert runs only an enabled preprocessor").tag(config=True)
+    begin_hidden = Unicode("BEGIN HIDDEN TESTS", help="the line that opens a hidden-test block").tag(config=True)
+    end_hidden = Unicode("END HIDDEN TESTS", help="the line that closes a hidden-test block").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        kept: dict[int, str] = {}
+        for index, cell in enumerate(nb.cells):
+            if is_test_cell(cell) and self.begin_hidden in cell.source:
+                kept[index] = cell.source
+                cell.source = clear_hidden(cell.source, self.begin_hidden, self.end_hidden)
+        resources[KEY] = kept
+        return nb, resources
+
+
+class RestoreHiddenTests(Preprocessor):
+    """Put back the hidden blocks that ``HideHiddenTests`` took out."""
+
+    enabled = Bool(True, help="nbconvert runs only an enabled preprocessor").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        for index, source in (resources.pop(KEY, None) or {}).items():
+            nb.cells[index].source = source
+        return nb, resources
