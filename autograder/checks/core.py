@@ -254,33 +254,6 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
         return False
 
 
-def load_reference_weights(candidate: torch.nn.Module, reference: torch.nn.Module, what: str) -> None:
-    """Copy the reference's parameters into the candidate; fail naming the parameters that
-    are missing, unexpected or of the wrong shape."""
-    __tracebackhide__ = True
-    if not isinstance(candidate, torch.nn.Module):
-        fail(what, "an nn.Module", describe(candidate), hint="subclass torch.nn.Module and call super().__init__().")
-    ref_state, cand_state = reference.state_dict(), candidate.state_dict()
-    missing = sorted(set(ref_state) - set(cand_state))
-    unexpected = sorted(set(cand_state) - set(ref_state))
-    buffers = {name for name, _ in candidate.named_buffers()}
-    if unexpected and not missing and set(unexpected) <= buffers:
-        fail(f"{what}: its state_dict", f"the reference's {len(ref_state)} entries, parameters only",
-             f"also the buffer{'s' if len(unexpected) > 1 else ''} {unexpected}",
-             hint="a table that is computed, not learned, is not saved with the weights: register it with "
-                  f"self.register_buffer({unexpected[0].rsplit('.', 1)[-1]!r}, ..., persistent=False).")
-    if missing or unexpected:
-        expected = (f"parameters named {sorted(ref_state)}" if len(ref_state) <= 12
-                    else f"the reference's {len(ref_state)} parameter names")
-        fail(what, expected, f"missing {missing}, unexpected {unexpected}",
-             hint="use the attribute names of the docstring (they are PyTorch's names).")
-    for name, value in ref_state.items():
-        if cand_state[name].shape != value.shape:
-            fail(f"{what}: parameter {name}", f"shape {tuple(value.shape)}", f"shape {tuple(cand_state[name].shape)}",
-                 hint="nn.Linear(in, out) stores its weight as (out, in).")
-    candidate.load_state_dict(ref_state)
-
-
 # ----------------------------------------------------------------------------- where the candidate runs
 
 def _is_remote(candidate: Any) -> bool:

@@ -21,8 +21,8 @@ import pytest
 from grading_helpers import LAB, answered, processes_with, released, submit, with_cell
 
 from autograder.grading import pipeline, sandbox
-from autograder.grading.ids import safe_id
 from autograder.grading.feedback import clear_hidden
+from autograder.grading.ids import safe_id
 
 PLANTED = "ch99_planted.py"
 
