@@ -45,10 +45,9 @@ def _walk(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
             yield path, st
 
 
-def _lab_folder(source: Path, folder: Path, student: str, lab: str, out: Collected) -> Candidate | bool:
-    """The notebook of a lab folder (LAB.ipynb, else its only notebook) as a candidate; every
-    other file there is listed (nbgrader's exchange leaves timestamp.txt, submission_secret.txt).
-    False: the folder itself is refused; True: it holds no notebook that can be graded."""
+def _closed(source: Path, folder: Path, out: Collected) -> bool:
+    """Make ``folder`` closed to others before it is read (a note when it was repaired);
+    False, with the folder listed, when it cannot be."""
     shown = folder.relative_to(source).as_posix()
     try:
         if note := close_to_others(folder):
@@ -56,6 +55,16 @@ def _lab_folder(source: Path, folder: Path, student: str, lab: str, out: Collect
     except Refused as err:
         out.not_graded.append((f"{shown}/", str(err)))
         return False
+    return True
+
+
+def _lab_folder(source: Path, folder: Path, student: str, lab: str, out: Collected) -> Candidate | bool:
+    """The notebook of a lab folder (LAB.ipynb, else its only notebook) as a candidate; every
+    other file there is listed (nbgrader's exchange leaves timestamp.txt, submission_secret.txt).
+    False: the folder itself is refused; True: it holds no notebook that can be graded."""
+    if not _closed(source, folder, out):
+        return False
+    shown = folder.relative_to(source).as_posix()
     main, others, listed = None, [], []
     for path, st in _walk(folder):
         rel = path.relative_to(folder).as_posix()
@@ -151,12 +160,7 @@ def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str]
     """STUDENT/LAB/ and STUDENT/LAB.ipynb (or a name like it): the newer of the two is graded.
     Every file here counts for STUDENT, whatever its name says."""
     raw = nfc(folder.name)
-    shown = folder.relative_to(source).as_posix()
-    try:
-        if note := close_to_others(folder):
-            out.notes.append(f"{shown}/: {note}")
-    except Refused as err:
-        out.not_graded.append((f"{shown}/", str(err)))
+    if not _closed(source, folder, out):
         return
     student = student_id(folder.name, out)
     groups: dict[str, list[Candidate]] = {}
