@@ -96,7 +96,11 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     frames.cells[index_of(frames, "relu")].source = HELPER_RELU
     submit(tmp_path / "inbox", "helper", frames)
     outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
-    assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [("hc", 3, 5, []), ("helper", 3, 5, [])]
+    # the hard-coded answer is told apart from an honest failure, and its import of the checks flagged
+    hard_coded = ["test cell test_relu: the visible check passed but the hidden tests failed (hard-coded outputs?)",
+                  "relu: the answer imports `autograder.checks.core`: flagged for a look, not scored 0"]
+    assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [("hc", 3, 5, hard_coded),
+                                                                              ("helper", 3, 5, [])]
     page = (course / "feedback" / "hc" / LAB / f"{LAB}.html").read_text()
     text = _text(page)
     # the hidden test's failure, as the independent check raised it, without the hidden test's answer
