@@ -82,7 +82,9 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     root = make_course(tmp_path / "course")
     shutil.copytree(REPO / "autograder", root / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
     child = root / "autograder" / "grading" / "child.py"
-    child.write_text('raise ImportError("BROKEN-CHILD-0451")\n' + child.read_text())
+    future = "from __future__ import annotations\n"  # must stay first: the failure goes right after it
+    child.write_text(child.read_text().replace(future, future + 'raise ImportError("BROKEN-CHILD-0451")\n', 1))
+    assert "BROKEN-CHILD-0451" in child.read_text()
     inbox = tmp_path / "inbox"
     (inbox / "ada" / LAB).mkdir(parents=True)
     nbformat.write(answered(), str(inbox / "ada" / LAB / f"{LAB}.ipynb"))
