@@ -20,7 +20,9 @@ the autograded notebook (which the feedback and Formgrader render) by:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import traceback
 from pathlib import Path
 from typing import Any
@@ -138,7 +140,16 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
         cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors))
         cell.outputs += [nbformat.v4.new_output("error", ename=e.ename, evalue=KERNEL_TROUBLE[e.ename], traceback=[])
                          for e in errors[:1] if e.get("ename") in KERNEL_TROUBLE]
-    nbformat.write(nb, str(notebook))
+    _replace(notebook, nbformat.writes(nb))
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` anew with its mode kept: nbgrader leaves an autograded notebook read-only
+    (0444), which stops its owner's write unless the owner is root, so it is replaced, not written."""
+    fresh = path.with_name(f".{path.name}.verdicts")
+    fresh.write_text(text, encoding="utf-8")
+    os.chmod(fresh, stat.S_IMODE(os.stat(path).st_mode))
+    os.replace(fresh, path)
 
 
 def hidden_failures(sources: dict[str, str], verdicts: dict[str, Any]) -> set[str]:

@@ -5,6 +5,8 @@ anything the kernel printed, and does the kernel never see a hidden test?"""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,3 +150,36 @@ def test_annotate_keeps_the_kernels_own_trouble_in_its_words(tmp_path: Path) -> 
     after = nbformat.read(str(path), as_version=4).cells[index_of(nb, "test_relu")].outputs
     assert [o.get("ename") for o in after] == [None, "CellTimeoutError"]
     assert verdicts.NOTEBOOK_FAILED in after[0].text and "printed by the kernel" not in str(after)
+
+
+def test_annotate_works_on_the_read_only_notebook_nbgrader_leaves_for_a_user_who_is_not_root() -> None:
+    """nbgrader leaves an autograded notebook read-only (0444): can its owner, not root, still put the
+    verdicts in (as an instructor grading on a hub does), with the file's mode kept?"""
+    sources = recheck.test_cells(SOURCE)
+    top = Path(tempfile.mkdtemp(prefix="verdicts-"))  # not under pytest's tmp_path, which only root may enter
+    try:
+        top.chmod(0o755)
+        folder = top / "autograded"
+        folder.mkdir()
+        path = folder / f"{LAB}.ipynb"
+        nbformat.write(answered(), str(path))
+        path.chmod(0o444)
+        owner = 65534 if os.geteuid() == 0 else os.geteuid()  # as root, run as nobody: root ignores modes
+        for p in (folder, path):
+            os.chown(p, owner, -1)
+        pid = os.fork()
+        if pid == 0:  # the child writes as the owner and reports by its exit status
+            code = 1
+            try:
+                if os.geteuid() != owner:
+                    os.setuid(owner)
+                verdicts.annotate(path, sources, {"test_relu": Verdict(True)})
+                code = 0
+            finally:
+                os._exit(code)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "annotate could not write the notebook"
+        after = nbformat.read(str(path), as_version=4)
+        assert [o.text for o in after.cells[index_of(after, "test_relu")].outputs] == [verdicts.PASSED + "\n"]
+        assert path.stat().st_mode & 0o777 == 0o444 and sorted(p.name for p in folder.iterdir()) == [path.name]
+    finally:
+        shutil.rmtree(top)
