@@ -36,7 +36,7 @@ from autograder.grading import boot, kernel, preflight, sandbox
 from autograder.grading.collect import collect, recorded_late, recorded_originals
 from autograder.grading.course import generate, tool_env
 from autograder.grading.course import labs as course_labs
-from autograder.grading.files import readable_by_others
+from autograder.grading.files import Refused, read_plain, readable_by_others
 from autograder.grading.ids import csv_cell, printable, safe_id
 from autograder.grading.inspect import after_grading, inspect_submission
 from autograder.grading.worker import WorkerProcess, lock_gradebook
@@ -234,6 +234,19 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     return pairs, Outcomes(not_graded, notes)
 
 
+_CLAIMED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: UTC)?")
+
+
+def _claimed_time(path: Path) -> str:
+    """The time in nbgrader's exchange ``timestamp.txt`` (written by the student's submit), or ""
+    when it is missing, not a plain file, or not a time alone."""
+    try:
+        text = read_plain(path, limit=100).decode("ascii").strip()
+    except (OSError, Refused, UnicodeDecodeError):
+        return ""
+    return text if _CLAIMED.fullmatch(text) else ""
+
+
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
           scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[dict]]:
     """An outcome for every pair, and a job for each submission that can be graded (the others
@@ -259,6 +272,10 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
         (staged / f"{lab}.ipynb").write_bytes(found.data)
         if match := re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", late.get((student, lab), "")):
             (staged / "timestamp.txt").write_text(match.group() + "\n")
+        elif claim := _claimed_time(root / "submitted" / student / lab / "timestamp.txt"):
+            # nbgrader's exchange hands feedback back by the time its submit wrote: it travels on
+            # (checked to be a time), but grades.csv's late column never reads it
+            (staged / "timestamp.txt").write_text(claim + "\n")
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
         config: dict = {"CourseDirectory.db_url": db_url, **kernel.install(
             scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),

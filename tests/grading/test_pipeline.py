@@ -91,3 +91,15 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     with pytest.raises(preflight.PreflightFailed, match="BROKEN-CHILD-0451"):
         pipeline.grade(root, inbox, pipeline.Options(progress=False, memory_mb=2048))
     assert not (root / "autograded").exists() and not (root / "grades.csv").exists()
+
+
+def test_the_exchanges_claimed_time_travels_on_only_when_it_is_a_time(tmp_path: Path) -> None:
+    """nbgrader's exchange hands feedback back by the time in timestamp.txt: is a plain time kept, and
+    anything else (a link, text around a time, a missing file) dropped?"""
+    from autograder.grading.pipeline import _claimed_time
+
+    (tmp_path / "good").write_text("2026-11-25 15:25:30.829563 UTC\n")
+    (tmp_path / "odd").write_text("2026-11-25 15:25:30 =HYPERLINK()\n")
+    (tmp_path / "link").symlink_to(tmp_path / "good")
+    assert _claimed_time(tmp_path / "good") == "2026-11-25 15:25:30.829563 UTC"
+    assert [_claimed_time(tmp_path / n) for n in ("odd", "link", "missing")] == ["", "", ""]
