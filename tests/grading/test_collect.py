@@ -249,7 +249,8 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     assert f"  not graded: link_1_2_{LAB}.ipynb: a symbolic link, not followed" in text
     assert not (tmp_path / f"eve_1_2_{LAB}.ipynb").exists() and not (root.parent / f"eve_1_2_{LAB}.ipynb").exists()
     # graded again in place, as nbgrader's exchange leaves submitted/: what the student's submit
-    # put beside the notebook is listed, never staged for nbgrader, and the LMS's flag still holds
+    # put beside the notebook is listed, never staged for nbgrader (but a checked claimed time), and
+    # the LMS's flag still holds
     folder = root / "submitted" / "ada" / LAB
     (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
     (folder / "submission_secret.txt").write_text("c2VjcmV0")
@@ -260,7 +261,10 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     assert f"  not graded: ada/{LAB}/timestamp.txt: " in again and "claims '2000-01-01" in again
     assert f"  not graded: ada/{LAB}/submission_secret.txt: nbgrader's submission secret" in again
     assert f"  not graded: ada/{LAB}/autograder/__init__.py: an extra file" in again
-    assert sorted(p.name for p in (root / "autograded" / "ada" / LAB).iterdir()) == [f"{LAB}.ipynb"]
+    # the claimed time alone travels on, checked, for nbgrader's exchange to hand the feedback back
+    autograded = root / "autograded" / "ada" / LAB
+    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "timestamp.txt"]
+    assert (autograded / "timestamp.txt").read_text() == "2000-01-01 00:00:00.000000 UTC\n"
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
     assert (rows["ada"]["score"], rows["ada"]["late"]) == ("5", "LATE")
 
