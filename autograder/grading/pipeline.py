@@ -247,6 +247,15 @@ def _claimed_time(path: Path) -> str:
     return text if _CLAIMED.fullmatch(text) else ""
 
 
+def _exchange_token(path: Path) -> str:
+    """The secret of nbgrader's exchange (``submission_secret.txt``), or "" when it is not a short token."""
+    try:
+        text = read_plain(path, limit=200).decode("ascii").strip()
+    except (OSError, Refused, UnicodeDecodeError):
+        return ""
+    return text if re.fullmatch(r"[A-Za-z0-9+/=_-]{1,128}", text) else ""
+
+
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
           scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[dict]]:
     """An outcome for every pair, and a job for each submission that can be graded (the others
@@ -273,9 +282,11 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
         if match := re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", late.get((student, lab), "")):
             (staged / "timestamp.txt").write_text(match.group() + "\n")
         elif claim := _claimed_time(root / "submitted" / student / lab / "timestamp.txt"):
-            # nbgrader's exchange hands feedback back by the time its submit wrote: it travels on
-            # (checked to be a time), but grades.csv's late column never reads it
+            # nbgrader's exchange hands feedback back by the time its submit wrote and its secret:
+            # both travel on (checked to be a time and a token), but grades.csv's late column never reads them
             (staged / "timestamp.txt").write_text(claim + "\n")
+            if secret := _exchange_token(root / "submitted" / student / lab / "submission_secret.txt"):
+                (staged / "submission_secret.txt").write_text(secret)
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
         config: dict = {"CourseDirectory.db_url": db_url, **kernel.install(
             scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
