@@ -261,10 +261,12 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     assert f"  not graded: ada/{LAB}/timestamp.txt: " in again and "claims '2000-01-01" in again
     assert f"  not graded: ada/{LAB}/submission_secret.txt: nbgrader's submission secret" in again
     assert f"  not graded: ada/{LAB}/autograder/__init__.py: an extra file" in again
-    # the claimed time alone travels on, checked, for nbgrader's exchange to hand the feedback back
+    # the claimed time and the exchange's secret alone travel on, checked, for nbgrader's exchange
+    # to hand the feedback back
     autograded = root / "autograded" / "ada" / LAB
-    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "timestamp.txt"]
+    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "submission_secret.txt", "timestamp.txt"]
     assert (autograded / "timestamp.txt").read_text() == "2000-01-01 00:00:00.000000 UTC\n"
+    assert (autograded / "submission_secret.txt").read_text() == "c2VjcmV0"
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
     assert (rows["ada"]["score"], rows["ada"]["late"]) == ("5", "LATE")
 
