@@ -37,6 +37,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,13 +202,11 @@ def grade(course: Path, home: Path, inbox: Path, jobs: int, port: int) -> tuple[
     return time.perf_counter() - start, done
 
 
-def outputs(folder: Path, course: Path) -> list[Path]:
+def outputs(folder: Path) -> list[Path]:
     """What the grading wrote that a student or the instructor reads: grades.csv, the feedback
     pages, the autograded notebooks, and the command's summary (saved as summary.txt)."""
-    files = [course / "grades.csv", folder / "summary.txt"]
-    for name in ("feedback", "autograded"):
-        files += [p for p in _tree(course / name)]
-    return files
+    course = folder / "course"
+    return [course / "grades.csv", folder / "summary.txt", *_tree(course / "feedback"), *_tree(course / "autograded")]
 
 
 def compare(mine: dict, golden: dict, folder: Path, repo: Path, port: int) -> int:
@@ -231,36 +230,44 @@ def compare(mine: dict, golden: dict, folder: Path, repo: Path, port: int) -> in
 def _diff_first(name: str, golden: dict, folder: Path, repo: Path, port: int) -> None:
     """A unified diff of one output between the golden run's normalised file and this run's."""
     other = Path(golden.get("folder", ""))
-    path = (folder / "course" / name) if name != "summary.txt" else folder / name
-    then = (other / "course" / name) if name != "summary.txt" else other / name
-    if not other.is_dir() or not then.exists() or not path.exists():
+    if not (other / name).exists() or not (folder / name).exists():
         print(f"(no diff: the golden run's folder {other} is not on this machine)")
         return
-    old = normalise(then.read_bytes(), other, Path(golden["repo"]), golden["port"]).decode(errors="replace")
-    new = normalise(path.read_bytes(), folder, repo, port).decode(errors="replace")
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"golden/{name}", f"this/{name}",
-                                      lineterm="", n=2))
+    old = normalise((other / name).read_bytes(), other, Path(golden["repo"]), golden["port"])
+    new = normalise((folder / name).read_bytes(), folder, repo, port)
+    lines = list(difflib.unified_diff(old.decode(errors="replace").splitlines(),
+                                      new.decode(errors="replace").splitlines(),
+                                      f"golden/{name}", f"this/{name}", lineterm="", n=2))
     print("\n".join(line[:300] for line in lines[:200]))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, help="where to build and grade the corpus (new or empty)")
-    parser.add_argument("--json", type=Path, required=True, help="where to write the hashes")
+    parser.add_argument("folder", type=Path, nargs="?", default=None,
+                        help="where to build and grade the corpus, new or empty (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, default=None, help="where to write the hashes (default: nowhere)")
     parser.add_argument("--compare", type=Path, default=None, metavar="GOLDEN.json",
                         help="compare with a previous run's hashes; exit 1 if any file differs")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (default: 2)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="build the corpus and hash its inputs, grade nothing (for the tests, seconds)")
     args = parser.parse_args()
-    folder = args.folder.resolve()
+    folder = (args.folder or Path(tempfile.mkdtemp(prefix="grading-corpus-"))).resolve()
     if folder.exists() and any(folder.iterdir()):
         parser.error(f"{folder} is not empty")
     package = Path(subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
                                   check=True, capture_output=True, text=True).stdout.strip()).parent
+    repo = package.parent
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     course, home, inbox, count = build(folder, port, package)
-    inputs = _hashes(folder, _tree(inbox) + _tree(course), folder, package.parent, port)
-    print(f"corpus: {count} submissions in {inbox}; grading with --jobs {args.jobs} ...", flush=True)
+    inputs = _hashes(folder, _tree(inbox) + _tree(course), folder, repo, port)
+    print(f"corpus: {count} submissions, {len(inputs)} input files in {folder}", flush=True)
+    if args.smoke:
+        listener.close()
+        if args.folder is None:
+            shutil.rmtree(folder)
+        return 0
     try:
         seconds, done = grade(course, home, inbox, args.jobs, port)
     finally:
@@ -271,24 +278,23 @@ def main() -> int:
             planted.unlink()
     (folder / "summary.txt").write_bytes(done.stdout)
     (folder / "stderr.txt").write_bytes(done.stderr)
-    print(f"graded in {seconds:.0f} s (exit status {done.returncode})")
-    import torch  # noqa: PLC0415 - only its version, for the record
+    print(f"graded with --jobs {args.jobs} in {seconds:.0f} s (exit status {done.returncode})")
+    import torch  # only its version, for the record
 
     result = dict(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), torch=torch.__version__,
         python=sys.version.split()[0], commit=subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
                                                              capture_output=True, text=True).stdout.strip(),
         command=f"python -m autograder grade INBOX --jobs {args.jobs} --no-progress", submissions=count,
-        grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder),
-        repo=str(package.parent), port=port, inputs=inputs)
-    result["outputs"] = {**_hashes(course, [p for p in outputs(folder, course) if p.parent != folder], folder,
-                                   package.parent, port),
-                         **_hashes(folder, [folder / "summary.txt"], folder, package.parent, port)}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(f"{len(result['inputs'])} inputs and {len(result['outputs'])} outputs hashed into {args.json}")
+        grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder), repo=str(repo),
+        port=port, inputs=inputs, outputs=_hashes(folder, outputs(folder), folder, repo, port))
+    print(f"{len(result['inputs'])} inputs and {len(result['outputs'])} outputs hashed")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        print(f"hashes written to {args.json}")
     if args.compare is not None:
-        return compare(result, json.loads(args.compare.read_text()), folder, package.parent, port)
+        return compare(result, json.loads(args.compare.read_text()), folder, repo, port)
     return 0
 
 
