@@ -31,7 +31,6 @@ import difflib
 import hashlib
 import json
 import os
-import re
 import shutil
 import socket
 import stat
@@ -85,7 +84,10 @@ MISTAKES = [
     ("+ 1", "+ 2", "off by one"),
 ]
 _BEGIN, _END = "### BEGIN SOLUTION", "### END SOLUTION"
-PORT_PLACEHOLDER = "<PORT>"
+# The port the network attack aims at: fixed, so that the students' code is the same in every
+# run; a listener holds it during the grading when it is free (the sandbox has no network, so
+# what the attack prints does not depend on it).
+PORT = 47291
 
 
 def labs() -> list[str]:
@@ -130,7 +132,7 @@ def wrong_variant(lab: str, parity: int) -> nbformat.NotebookNode:
     return nb
 
 
-def build(folder: Path, port: int, package: Path) -> tuple[Path, Path, Path, int]:
+def build(folder: Path, package: Path) -> tuple[Path, Path, Path, int]:
     """Write the course, HOME and the class's submissions under ``folder``; returns the course,
     HOME, inbox and the number of submissions."""
     course, home, inbox = folder / "course", folder / "home", folder / "inbox"
@@ -148,25 +150,23 @@ def build(folder: Path, port: int, package: Path) -> tuple[Path, Path, Path, int
             path.parent.mkdir(parents=True)
             nbformat.write(nb, str(path))
             count += 1
-    students = hostile_class.cases(course, home, port, package)
+    students = hostile_class.cases(course, home, PORT, package)
     hostile_class.write_class(inbox, course, home, students)
     return course, home, inbox, count + len(students)
 
 
-def normalise(data: bytes, folder: Path, repo: Path, port: int) -> bytes:
+def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
     """The one normaliser of this comparison: what two gradings of the same corpus may write
     differently although the grader behaved the same. It rewrites, and nothing else:
 
     - the corpus folder's absolute path (given on the command line; it is in the hostile
       students' code, in what they print, and in tracebacks) -> ``<CORPUS>``;
     - the grader's checkout (the package's folder, in tracebacks and the hostile students'
-      code) -> ``<REPO>``; the two checkouts compared sit in different folders;
-    - the port of the listener the network attack aims at (free port, chosen by the system)
-      -> ``<PORT>``.
+      code) -> ``<REPO>``; the two checkouts compared sit in different folders.
     """
     for path, token in ((folder.resolve(), b"<CORPUS>"), (repo.resolve(), b"<REPO>")):
         data = data.replace(str(path).encode(), token)
-    return re.sub(rb"(?<![0-9])%d(?![0-9])" % port, PORT_PLACEHOLDER.encode(), data)
+    return data
 
 
 def _describe(path: Path) -> bytes:
@@ -179,10 +179,10 @@ def _describe(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _hashes(root: Path, names: list[Path], folder: Path, repo: Path, port: int) -> dict[str, str]:
+def _hashes(root: Path, names: list[Path], folder: Path, repo: Path) -> dict[str, str]:
     out = {}
     for path in sorted(names):
-        data = normalise(_describe(path), folder, repo, port)
+        data = normalise(_describe(path), folder, repo)
         out[str(path.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return out
 
@@ -191,9 +191,9 @@ def _tree(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_symlink() or not p.is_dir()]
 
 
-def grade(course: Path, home: Path, inbox: Path, jobs: int, port: int) -> tuple[float, subprocess.CompletedProcess]:
+def grade(course: Path, home: Path, inbox: Path, jobs: int) -> tuple[float, subprocess.CompletedProcess]:
     """``python -m autograder grade`` on the inbox, in a child process; HOME and the secret in
-    the environment as test_hostile.py sets them; a listener on ``port`` meanwhile."""
+    the environment as test_hostile.py sets them."""
     env = dict(os.environ, HOME=str(home), AUTOGRADER_TEST_SECRET="ENV-SECRET-0451")
     hostile_class.ESCAPED.unlink(missing_ok=True)
     start = time.perf_counter()
@@ -209,7 +209,7 @@ def outputs(folder: Path) -> list[Path]:
     return [course / "grades.csv", folder / "summary.txt", *_tree(course / "feedback"), *_tree(course / "autograded")]
 
 
-def compare(mine: dict, golden: dict, folder: Path, repo: Path, port: int) -> int:
+def compare(mine: dict, golden: dict, folder: Path, repo: Path) -> int:
     """Print the files whose hashes differ (and a diff of the first, if the golden run's folder
     is here); 1 if any differ."""
     bad = 0
@@ -221,20 +221,20 @@ def compare(mine: dict, golden: dict, folder: Path, repo: Path, port: int) -> in
         if differ and kind == "inputs":
             print("the corpus itself changed: a difference of the outputs is then no proof of a change of the grader")
         if differ and kind == "outputs" and not bad:
-            _diff_first(differ[0], golden, folder, repo, port)
+            _diff_first(differ[0], golden, folder, repo)
         bad += len(differ)
     print(f"{bad} file(s) differ from the golden run" if bad else "byte-identical to the golden run (normalised)")
     return 1 if bad else 0
 
 
-def _diff_first(name: str, golden: dict, folder: Path, repo: Path, port: int) -> None:
+def _diff_first(name: str, golden: dict, folder: Path, repo: Path) -> None:
     """A unified diff of one output between the golden run's normalised file and this run's."""
     other = Path(golden.get("folder", ""))
     if not (other / name).exists() or not (folder / name).exists():
         print(f"(no diff: the golden run's folder {other} is not on this machine)")
         return
-    old = normalise((other / name).read_bytes(), other, Path(golden["repo"]), golden["port"])
-    new = normalise((folder / name).read_bytes(), folder, repo, port)
+    old = normalise((other / name).read_bytes(), other, Path(golden["repo"]))
+    new = normalise((folder / name).read_bytes(), folder, repo)
     lines = list(difflib.unified_diff(old.decode(errors="replace").splitlines(),
                                       new.decode(errors="replace").splitlines(),
                                       f"golden/{name}", f"this/{name}", lineterm="", n=2))
@@ -258,20 +258,22 @@ def main() -> int:
     package = Path(subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
                                   check=True, capture_output=True, text=True).stdout.strip()).parent
     repo = package.parent
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    course, home, inbox, count = build(folder, port, package)
-    inputs = _hashes(folder, _tree(inbox) + _tree(course), folder, repo, port)
+    course, home, inbox, count = build(folder, package)
+    inputs = _hashes(folder, _tree(inbox) + _tree(course), folder, repo)
     print(f"corpus: {count} submissions, {len(inputs)} input files in {folder}", flush=True)
     if args.smoke:
-        listener.close()
         if args.folder is None:
             shutil.rmtree(folder)
         return 0
     try:
-        seconds, done = grade(course, home, inbox, args.jobs, port)
+        listener: socket.socket | None = socket.create_server(("127.0.0.1", PORT))
+    except OSError:  # taken: the attack's output is the same without it
+        listener = None
+    try:
+        seconds, done = grade(course, home, inbox, args.jobs)
     finally:
-        listener.close()
+        if listener is not None:
+            listener.close()
         planted = package / "checks" / hostile_class.PLANTED
         if planted.exists():  # an attack that got out: said loudly, and removed
             print(f"WARNING: {planted} was planted by a submission; removed", file=sys.stderr)
@@ -287,14 +289,14 @@ def main() -> int:
                                                              capture_output=True, text=True).stdout.strip(),
         command=f"python -m autograder grade INBOX --jobs {args.jobs} --no-progress", submissions=count,
         grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder), repo=str(repo),
-        port=port, inputs=inputs, outputs=_hashes(folder, outputs(folder), folder, repo, port))
+        inputs=inputs, outputs=_hashes(folder, outputs(folder), folder, repo))
     print(f"{len(result['inputs'])} inputs and {len(result['outputs'])} outputs hashed")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         print(f"hashes written to {args.json}")
     if args.compare is not None:
-        return compare(result, json.loads(args.compare.read_text()), folder, repo, port)
+        return compare(result, json.loads(args.compare.read_text()), folder, repo)
     return 0
 
 
