@@ -152,7 +152,24 @@ def build(folder: Path, package: Path) -> tuple[Path, Path, Path, int]:
             count += 1
     students = hostile_class.cases(course, home, PORT, package)
     hostile_class.write_class(inbox, course, home, students)
+    _fixed_cell_ids(inbox)
     return course, home, inbox, count + len(students)
+
+
+def _fixed_cell_ids(inbox: Path) -> None:
+    """Give the cells that the builders added (nbformat draws a random id for a new cell) an id
+    made from their position, so that the corpus is the same in every run. Links and hard links
+    (the intake attacks) are left alone: they are not the corpus's own files."""
+    for path in sorted(inbox.rglob("*.ipynb")):
+        if path.is_symlink() or path.stat().st_nlink > 1:
+            continue
+        nb = nbformat.read(str(path), as_version=4)
+        lab = next(name for name in labs() if name in path.name)  # LAB.ipynb, or an LMS name with LAB in it
+        known = {c.get("id") for c in nbformat.read(str(REPO / "notebooks" / lab / f"{lab}.ipynb"), as_version=4).cells}
+        for i, cell in enumerate(nb.cells):
+            if cell.get("id") not in known:
+                cell["id"] = f"corpus-{i}"
+        nbformat.write(nb, str(path))
 
 
 def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
