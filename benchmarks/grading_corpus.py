@@ -219,6 +219,13 @@ def grade(course: Path, home: Path, inbox: Path, jobs: int) -> tuple[float, subp
     return time.perf_counter() - start, done
 
 
+def inputs(folder: Path) -> list[Path]:
+    """What the corpus is made of: the submissions, HOME, and the course's own files."""
+    course = folder / "course"
+    return [*_tree(folder / "inbox"), *_tree(folder / "home"), course / "nbgrader_config.py",
+            *_tree(course / "solutions"), *_tree(course / "notebooks")]
+
+
 def outputs(folder: Path) -> list[Path]:
     """What the grading wrote that a student or the instructor reads: grades.csv, the feedback
     pages, the autograded notebooks, and the command's summary (saved as summary.txt)."""
@@ -258,36 +265,18 @@ def _diff_first(name: str, golden: dict, folder: Path, repo: Path) -> None:
     print("\n".join(line[:300] for line in lines[:200]))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, nargs="?", default=None,
-                        help="where to build and grade the corpus, new or empty (default: a temporary folder)")
-    parser.add_argument("--json", type=Path, default=None, help="where to write the hashes (default: nowhere)")
-    parser.add_argument("--compare", type=Path, default=None, metavar="GOLDEN.json",
-                        help="compare with a previous run's hashes; exit 1 if any file differs")
-    parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (default: 2)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="build the corpus and hash its inputs, grade nothing (for the tests, seconds)")
-    args = parser.parse_args()
-    folder = (args.folder or Path(tempfile.mkdtemp(prefix="grading-corpus-"))).resolve()
-    if folder.exists() and any(folder.iterdir()):
-        parser.error(f"{folder} is not empty")
-    package = Path(subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
-                                  check=True, capture_output=True, text=True).stdout.strip()).parent
+def run(folder: Path, jobs: int, package: Path) -> dict:
+    """Build the corpus in ``folder`` and grade it; returns the run's record (kept in the
+    folder as run.json, so that its outputs can be hashed again with --rehash)."""
     repo = package.parent
     course, home, inbox, count = build(folder, package)
-    inputs = _hashes(folder, _tree(inbox) + _tree(course), folder, repo)
-    print(f"corpus: {count} submissions, {len(inputs)} input files in {folder}", flush=True)
-    if args.smoke:
-        if args.folder is None:
-            shutil.rmtree(folder)
-        return 0
+    print(f"corpus: {count} submissions in {folder}; grading with --jobs {jobs} ...", flush=True)
     try:
         listener: socket.socket | None = socket.create_server(("127.0.0.1", PORT))
     except OSError:  # taken: the attack's output is the same without it
         listener = None
     try:
-        seconds, done = grade(course, home, inbox, args.jobs)
+        seconds, done = grade(course, home, inbox, jobs)
     finally:
         if listener is not None:
             listener.close()
@@ -297,23 +286,58 @@ def main() -> int:
             planted.unlink()
     (folder / "summary.txt").write_bytes(done.stdout)
     (folder / "stderr.txt").write_bytes(done.stderr)
-    print(f"graded with --jobs {args.jobs} in {seconds:.0f} s (exit status {done.returncode})")
+    print(f"graded with --jobs {jobs} in {seconds:.0f} s (exit status {done.returncode})")
     import torch  # only its version, for the record
 
-    result = dict(
+    record = dict(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), torch=torch.__version__,
-        python=sys.version.split()[0], commit=subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
+        python=sys.version.split()[0], commit=subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
                                                              capture_output=True, text=True).stdout.strip(),
-        command=f"python -m autograder grade INBOX --jobs {args.jobs} --no-progress", submissions=count,
-        grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder), repo=str(repo),
-        inputs=inputs, outputs=_hashes(folder, outputs(folder), folder, repo))
-    print(f"{len(result['inputs'])} inputs and {len(result['outputs'])} outputs hashed")
+        command=f"python -m autograder grade INBOX --jobs {jobs} --no-progress", submissions=count,
+        grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder), repo=str(repo))
+    (folder / "run.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, nargs="?", default=None,
+                        help="where to build and grade the corpus, new or empty (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, default=None, help="where to write the hashes (default: nowhere)")
+    parser.add_argument("--compare", type=Path, default=None, metavar="GOLDEN.json",
+                        help="compare with a previous run's hashes; exit 1 if any file differs")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (default: 2)")
+    parser.add_argument("--rehash", action="store_true",
+                        help="grade nothing: hash FOLDER's outputs again (a finished run's folder, after a "
+                             "change of the normaliser)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="build the corpus and hash its inputs, grade nothing (for the tests, seconds)")
+    args = parser.parse_args()
+    folder = (args.folder or Path(tempfile.mkdtemp(prefix="grading-corpus-"))).resolve()
+    if args.rehash:
+        record = json.loads((folder / "run.json").read_text())
+    else:
+        if folder.exists() and any(folder.iterdir()):
+            parser.error(f"{folder} is not empty")
+        package = Path(subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
+                                      check=True, capture_output=True, text=True).stdout.strip()).parent
+        if args.smoke:
+            *_, count = build(folder, package)
+            print(f"corpus: {count} submissions, {len(inputs(folder))} input files in {folder}")
+            if args.folder is None:
+                shutil.rmtree(folder)
+            return 0
+        record = run(folder, args.jobs, package)
+    repo = Path(record["repo"])
+    record["inputs"] = _hashes(folder, inputs(folder), folder, repo)
+    record["outputs"] = _hashes(folder, outputs(folder), folder, repo)
+    print(f"{len(record['inputs'])} inputs and {len(record['outputs'])} outputs hashed")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        args.json.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"hashes written to {args.json}")
     if args.compare is not None:
-        return compare(result, json.loads(args.compare.read_text()), folder, repo)
+        return compare(record, json.loads(args.compare.read_text()), folder, repo)
     return 0
 
 
