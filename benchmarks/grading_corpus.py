@@ -31,6 +31,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -172,18 +173,31 @@ def _fixed_cell_ids(inbox: Path) -> None:
         nbformat.write(nb, str(path))
 
 
+# nbclient's record of when each cell ran, in an autograded notebook's cell metadata
+_CELL_TIMES = re.compile(rb'("(?:iopub\.execute_input|iopub\.status\.busy|iopub\.status\.idle|shell\.execute_reply)": )'
+                         rb'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"')
+# the grading's scratch folder, tempfile.mkdtemp(prefix="autograder-grade-") under /tmp
+_SCRATCH = re.compile(rb"/tmp/autograder-grade-[A-Za-z0-9_]+")
+
+
 def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
     """The one normaliser of this comparison: what two gradings of the same corpus may write
     differently although the grader behaved the same. It rewrites, and nothing else:
 
     - the corpus folder's absolute path (given on the command line; it is in the hostile
-      students' code, in what they print, and in tracebacks) -> ``<CORPUS>``;
-    - the grader's checkout (the package's folder, in tracebacks and the hostile students'
-      code) -> ``<REPO>``; the two checkouts compared sit in different folders.
+      students' code, in what they print, and in the summary) -> ``<CORPUS>``;
+    - the grader's checkout (the package's folder, in tracebacks, error messages and the
+      hostile students' code) -> ``<REPO>``; the two checkouts compared sit in different folders;
+    - the times at which nbclient ran each cell (``iopub.execute_input``, ``iopub.status.busy``,
+      ``iopub.status.idle``, ``shell.execute_reply`` in an autograded notebook's cell metadata)
+      -> ``"<TIME>"``, the keys kept;
+    - the name of the grading's scratch folder (``/tmp/autograder-grade-`` and random letters
+      from tempfile, the kernel's HOME and TMPDIR, which the snoop prints) -> ``<SCRATCH>``.
     """
     for path, token in ((folder.resolve(), b"<CORPUS>"), (repo.resolve(), b"<REPO>")):
         data = data.replace(str(path).encode(), token)
-    return data
+    data = _CELL_TIMES.sub(rb'\1"<TIME>"', data)
+    return _SCRATCH.sub(b"<SCRATCH>", data)
 
 
 def _describe(path: Path) -> bytes:
