@@ -178,6 +178,8 @@ _CELL_TIMES = re.compile(rb'("(?:iopub\.execute_input|iopub\.status\.busy|iopub\
                          rb'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"')
 # the grading's scratch folder, tempfile.mkdtemp(prefix="autograder-grade-") under /tmp
 _SCRATCH = re.compile(rb"/tmp/autograder-grade-[A-Za-z0-9_]+")
+# an object's address in Python's default repr, such as <torch._C.Generator at 0x7f04841f05b0>
+_ADDRESS = re.compile(rb" at 0x[0-9a-f]{6,16}\b")
 
 
 def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
@@ -192,12 +194,16 @@ def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
       ``iopub.status.idle``, ``shell.execute_reply`` in an autograded notebook's cell metadata)
       -> ``"<TIME>"``, the keys kept;
     - the name of the grading's scratch folder (``/tmp/autograder-grade-`` and random letters
-      from tempfile, the kernel's HOME and TMPDIR, which the snoop prints) -> ``<SCRATCH>``.
+      from tempfile, the kernel's HOME and TMPDIR, which the snoop prints) -> ``<SCRATCH>``;
+    - an object's address in a default repr (``<torch._C.Generator at 0x7f04841f05b0>``, the
+      value of the labs' ``torch.manual_seed(0)`` line, printed as the set-up cell's output):
+      where the kernel's memory lies differs in every process -> `` at 0x<ADDRESS>``.
     """
     for path, token in ((folder.resolve(), b"<CORPUS>"), (repo.resolve(), b"<REPO>")):
         data = data.replace(str(path).encode(), token)
     data = _CELL_TIMES.sub(rb'\1"<TIME>"', data)
-    return _SCRATCH.sub(b"<SCRATCH>", data)
+    data = _SCRATCH.sub(b"<SCRATCH>", data)
+    return _ADDRESS.sub(b" at 0x<ADDRESS>", data)
 
 
 def _describe(path: Path) -> bytes:
