@@ -180,9 +180,30 @@ _CELL_TIMES = re.compile(rb'("(?:iopub\.execute_input|iopub\.status\.busy|iopub\
 _SCRATCH = re.compile(rb"/tmp/autograder-grade-[A-Za-z0-9_]+")
 # an object's address in Python's default repr, such as <torch._C.Generator at 0x7f04841f05b0>
 _ADDRESS = re.compile(rb" at 0x[0-9a-f]{6,16}\b")
+# the seam between two outputs of one stream, in nbconvert's HTML of the feedback
+_STREAM_SEAM = re.compile(rb'(<div class="output_subarea output_stream output_(std[a-z]+) output_text">\n<pre>'
+                          rb'(?:(?!</pre>).)*?)</pre>\n</div>\n</div>\n<div class="output_area">\n<div class="prompt">'
+                          rb'</div>\n<div class="output_subarea output_stream output_\2 output_text">\n<pre>', re.S)
 
 
-def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
+def _joined_streams(data: bytes) -> bytes:
+    """A notebook (JSON) with each run of consecutive outputs of one stream made one output."""
+    nb = json.loads(data)
+    for cell in nb.get("cells", []):
+        joined: list[dict] = []
+        for out in cell.get("outputs", []):
+            if (joined and out.get("output_type") == "stream" == joined[-1].get("output_type")
+                    and out.get("name") == joined[-1].get("name")):
+                text = "".join(joined[-1]["text"]) + "".join(out["text"])
+                joined[-1]["text"] = text.splitlines(keepends=True)
+            else:
+                joined.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False).encode()
+
+
+def normalise(data: bytes, name: str, folder: Path, repo: Path) -> bytes:
     """The one normaliser of this comparison: what two gradings of the same corpus may write
     differently although the grader behaved the same. It rewrites, and nothing else:
 
@@ -197,13 +218,24 @@ def normalise(data: bytes, folder: Path, repo: Path) -> bytes:
       from tempfile, the kernel's HOME and TMPDIR, which the snoop prints) -> ``<SCRATCH>``;
     - an object's address in a default repr (``<torch._C.Generator at 0x7f04841f05b0>``, the
       value of the labs' ``torch.manual_seed(0)`` line, printed as the set-up cell's output):
-      where the kernel's memory lies differs in every process -> `` at 0x<ADDRESS>``.
+      where the kernel's memory lies differs in every process -> `` at 0x<ADDRESS>``;
+    - the cuts in a cell's printed text: the kernel sends what a cell prints in pieces, cut
+      where its flush timer happens to fall, and nbclient keeps each piece as an output of its
+      own (``print("row sums:", t)`` came back once whole, once in two). Consecutive outputs of
+      one stream are joined: in an autograded notebook (``name`` ending in ``.ipynb``, which is
+      then written back as sorted JSON) and at the seams of nbconvert's HTML (``.html``).
     """
     for path, token in ((folder.resolve(), b"<CORPUS>"), (repo.resolve(), b"<REPO>")):
         data = data.replace(str(path).encode(), token)
     data = _CELL_TIMES.sub(rb'\1"<TIME>"', data)
     data = _SCRATCH.sub(b"<SCRATCH>", data)
-    return _ADDRESS.sub(b" at 0x<ADDRESS>", data)
+    data = _ADDRESS.sub(b" at 0x<ADDRESS>", data)
+    if name.endswith(".ipynb") and data.lstrip().startswith(b"{"):
+        data = _joined_streams(data)
+    elif name.endswith(".html"):
+        while (joined := _STREAM_SEAM.sub(rb"\1", data)) != data:
+            data = joined
+    return data
 
 
 def _describe(path: Path) -> bytes:
@@ -219,7 +251,7 @@ def _describe(path: Path) -> bytes:
 def _hashes(root: Path, names: list[Path], folder: Path, repo: Path) -> dict[str, str]:
     out = {}
     for path in sorted(names):
-        data = normalise(_describe(path), folder, repo)
+        data = normalise(_describe(path), path.name, folder, repo)
         out[str(path.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return out
 
@@ -277,8 +309,8 @@ def _diff_first(name: str, golden: dict, folder: Path, repo: Path) -> None:
     if not (other / name).exists() or not (folder / name).exists():
         print(f"(no diff: the golden run's folder {other} is not on this machine)")
         return
-    old = normalise((other / name).read_bytes(), other, Path(golden["repo"]))
-    new = normalise((folder / name).read_bytes(), folder, repo)
+    old = normalise((other / name).read_bytes(), name, other, Path(golden["repo"]))
+    new = normalise((folder / name).read_bytes(), name, folder, repo)
     lines = list(difflib.unified_diff(old.decode(errors="replace").splitlines(),
                                       new.decode(errors="replace").splitlines(),
                                       f"golden/{name}", f"this/{name}", lineterm="", n=2))
