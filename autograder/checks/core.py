@@ -1,4 +1,6 @@
-"""What every check is made of: failures that teach, comparisons, and sentinels.
+"""What every check is made of: inputs and comparisons here, with the failures that teach
+(``failures``), the sentinels (``sentinels``) and where the candidate runs (``candidates``)
+importable from here too, so that a check imports its tools from one place.
 
 A check compares a student's candidate with the reference and, on failure, raises
 ``CheckFailed`` (an ``AssertionError``, so nbgrader scores the cell 0) whose message
@@ -20,49 +22,20 @@ Writing a check::
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import torch
 from torch import Tensor
 
+from autograder.checks.candidates import beside, is_remote
+from autograder.checks.failures import CheckFailed, ForbiddenCall, check, fail
+from autograder.checks.sentinels import forbidden, replaced
 
-class CheckFailed(AssertionError):
-    """A check found the candidate wrong; the message says how."""
-
-
-class ForbiddenCall(CheckFailed):
-    """The candidate called something the exercise asks the student to build."""
-
-
-def check(fn: Callable[..., None]) -> Callable[..., None]:
-    """Decorate a check: name it in the message, and hide our frames from the student."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        __tracebackhide__ = True
-        try:
-            fn(*args, **kwargs)
-        except NotImplementedError:
-            raise  # an untouched stub: let nbgrader show NotImplementedError as it is
-        except CheckFailed as err:
-            raise type(err)(f"{fn.__name__} failed.\n{err}") from None
-        print(f"{fn.__name__} passed.")
-
-    return wrapper
-
-
-def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> None:
-    """Raise ``CheckFailed`` with the four parts of a teaching message."""
-    __tracebackhide__ = True
-    lines = [f"  checked:  {what}", f"  expected: {expected}", f"  found:    {found}"]
-    if mistake:
-        lines.append(f"  likely mistake: {mistake}")
-    if hint:
-        lines.append(f"  hint: {hint}")
-    raise CheckFailed("\n".join(lines))
+# the tools a check imports from here, wherever they are defined
+__all__ = ["CheckFailed", "ForbiddenCall", "beside", "call", "check", "describe", "dtype_name", "expect_close",
+           "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden", "generator",
+           "padded_targets", "random_tensor", "replaced", "seeded"]
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -104,7 +77,7 @@ def describe(x: Any) -> str:
     """``tensor of shape (2, 3), float32`` or the type and value of anything else."""
     if isinstance(x, Tensor):
         return f"tensor of shape {tuple(x.shape)}, {dtype_name(x.dtype)}"
-    if _is_remote(x):
+    if is_remote(x):
         return repr(x)
     return f"{type(x).__name__} {x!r}"[:200]
 
@@ -252,33 +225,3 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
         return bool(found == expected)
     except Exception:  # noqa: BLE001 - a comparison the candidate's object cannot make is a difference
         return False
-
-
-# ----------------------------------------------------------------------------- where the candidate runs
-
-def _is_remote(candidate: Any) -> bool:
-    """A handle to the student's answer in the independent check's sandboxed child
-    (autograder.grading.remote), looked up without importing the grading package."""
-    remote = sys.modules.get("autograder.grading.remote")
-    return remote is not None and isinstance(candidate, (remote.RemoteObject, remote.RemoteModule))
-
-
-def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
-    """``scenario(candidate, *args)``, run where the candidate lives: here, or in the
-    sandboxed child of the independent check when the candidate is a handle to it. For a
-    check that needs more than calls (a training step mutating a model and an optimizer):
-    the scenario, a module-level function of the check's module, builds what it needs from
-    the plain ``args`` and returns plain results."""
-    __tracebackhide__ = True
-    if _is_remote(candidate):
-        return candidate.__remote_scenario__(scenario, *args)
-    return scenario(candidate, *args)
-
-
-def __getattr__(name: str) -> Any:
-    """``forbidden`` and ``replaced`` live in ``sentinels``; they are importable from here too."""
-    if name in ("forbidden", "replaced"):
-        from autograder.checks import sentinels
-
-        return getattr(sentinels, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
