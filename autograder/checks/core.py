@@ -1,6 +1,4 @@
-"""What every check is made of: inputs and comparisons here, with the failures that teach
-(``failures``), the sentinels (``sentinels``) and where the candidate runs (``candidates``)
-importable from here too, so that a check imports its tools from one place.
+"""What every check is made of: failures that teach, comparisons, and sentinels.
 
 A check compares a student's candidate with the reference and, on failure, raises
 ``CheckFailed`` (an ``AssertionError``, so nbgrader scores the cell 0) whose message
@@ -22,20 +20,49 @@ Writing a check::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import torch
 from torch import Tensor
 
-from autograder.checks.candidates import beside, is_remote
-from autograder.checks.failures import CheckFailed, ForbiddenCall, check, fail
+# ``failures``, ``candidates`` and ``sentinels`` never import this module; checks import their tools from here.
+from autograder.checks.candidates import is_remote
+from autograder.checks.failures import CheckFailed, ForbiddenCall
 from autograder.checks.sentinels import forbidden, replaced
 
-# the tools a check imports from here, wherever they are defined
 __all__ = ["CheckFailed", "ForbiddenCall", "beside", "call", "check", "describe", "dtype_name", "expect_close",
            "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden", "generator",
            "padded_targets", "random_tensor", "replaced", "seeded"]
+
+
+def check(fn: Callable[..., None]) -> Callable[..., None]:
+    """Decorate a check: name it in the message, and hide our frames from the student."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        __tracebackhide__ = True
+        try:
+            fn(*args, **kwargs)
+        except NotImplementedError:
+            raise  # an untouched stub: let nbgrader show NotImplementedError as it is
+        except CheckFailed as err:
+            raise type(err)(f"{fn.__name__} failed.\n{err}") from None
+        print(f"{fn.__name__} passed.")
+
+    return wrapper
+
+
+def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> None:
+    """Raise ``CheckFailed`` with the four parts of a teaching message."""
+    __tracebackhide__ = True
+    lines = [f"  checked:  {what}", f"  expected: {expected}", f"  found:    {found}"]
+    if mistake:
+        lines.append(f"  likely mistake: {mistake}")
+    if hint:
+        lines.append(f"  hint: {hint}")
+    raise CheckFailed("\n".join(lines))
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -225,3 +252,24 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
         return bool(found == expected)
     except Exception:  # noqa: BLE001 - a comparison the candidate's object cannot make is a difference
         return False
+
+
+# ----------------------------------------------------------------------------- where the candidate runs
+
+# During grading a candidate may be a handle to the student's answer in the independent
+# check's sandboxed child (autograder.grading.remote). Whether it is
+# (``candidates.is_remote``) is asked here, by ``describe`` and ``beside``, and by the
+# sentinels, which block their targets over there: that question has its own module,
+# which imports neither.
+
+
+def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
+    """``scenario(candidate, *args)``, run where the candidate lives: here, or in the
+    sandboxed child of the independent check when the candidate is a handle to it. For a
+    check that needs more than calls (a training step mutating a model and an optimizer):
+    the scenario, a module-level function of the check's module, builds what it needs from
+    the plain ``args`` and returns plain results."""
+    __tracebackhide__ = True
+    if is_remote(candidate):
+        return candidate.__remote_scenario__(scenario, *args)
+    return scenario(candidate, *args)
