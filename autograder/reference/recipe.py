@@ -15,6 +15,7 @@ trains in a minute or two on a CPU, and it builds those two configs (``model_con
 from __future__ import annotations
 
 import argparse
+import textwrap
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,10 @@ class TrainRecipe:
             progress=self.progress, eval_every=self.eval_every, eval_size=self.eval_size, stop_at=self.stop_at,
             save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
 
-    def describe(self) -> str:
-        """One line per field: the recipe as the appendix prints it."""
-        return "\n".join(f"  {f.name:11s} {getattr(self, f.name)!r}" for f in fields(self))
+    def describe(self, width: int = 96) -> str:
+        """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""
+        items = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return textwrap.fill(items, width, break_long_words=False, break_on_hyphens=False)
 
 
 TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from
