@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ from autograder.data import TASK_NAMES, Task
 from autograder.reference.model import TransformerConfig
 from autograder.reference.train import AMP_MODES, AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
 
-__all__ = ["OPTIMIZATION_FIELDS", "TRAIN_RECIPE", "TrainRecipe", "add_flags", "from_args", "given_flags"]
+__all__ = ["KEPT", "OPTIMIZATION_FIELDS", "SAVED", "TRAIN_RECIPE", "TrainRecipe", "add_flags", "from_args",
+           "given_flags"]
 
 # With --resume these come from the checkpoint, and a flag that sets one is ignored (with a warning).
 SAVED = "saved"
@@ -181,9 +182,4 @@ def given_flags(args: argparse.Namespace, resume: str | None = None) -> list[str
     given: frozenset[str] = getattr(args, "given_flags", frozenset())
     return [f.name for f in fields(TrainRecipe)
             if f.name in given and (resume is None or f.metadata["resume"] == resume)]
-
-
-def defaults(recipe: TrainRecipe = TRAIN_RECIPE) -> dict[str, Any]:
-    """The recipe as a plain dict (what a committed log records beside its figures)."""
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(recipe).items()}
 
