@@ -51,10 +51,10 @@ class TrainRecipe:
     num_test: int = _field(500, "held-out test pairs, scored at the end", resume=SAVED)
     data_seed: int = _field(0, "seed that generates the task's pairs", resume=SAVED)
     # --- the model: smaller than TransformerConfig's, so that it trains on a CPU in minutes ---
-    d_model: int = _field(64, "model width D", resume=SAVED)
-    num_heads: int = _field(4, "attention heads H", resume=SAVED)
+    d_model: int = _field(64, "model width D", resume=SAVED, metavar="D")
+    num_heads: int = _field(4, "attention heads H", resume=SAVED, metavar="H")
     num_layers: int = _field(2, "encoder layers = decoder layers", resume=SAVED)
-    d_ff: int = _field(128, "feed-forward width F", resume=SAVED)
+    d_ff: int = _field(128, "feed-forward width F", resume=SAVED, metavar="F")
     dropout: float = _field(0.0, "dropout probability", resume=SAVED)
     fused: bool = _field(False, "PyTorch's fused attention and LayerNorm kernels (same math, faster)",
                          resume=SAVED)
@@ -84,7 +84,8 @@ class TrainRecipe:
     eval_size: int = _field(200, "validation pairs per check")
     stop_at: float | None = _field(None, "stop once validation exact match reaches this", shown="never")
     save_every: int = _field(0, "steps between checkpoints (0: only at the end)")
-    out: Path | None = _field(None, "checkpoint file to write", shown="the --resume file, else checkpoints/TASK.pt")
+    out: Path | None = _field(None, "checkpoint file to write", shown="the --resume file, else checkpoints/TASK.pt",
+                              metavar="PATH")
     # --- this process ---
     threads: int = _field(0, "torch CPU threads per process (0: torch's choice)")
     progress: bool = _field(True, "a progress bar")
