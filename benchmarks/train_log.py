@@ -1,6 +1,7 @@
 """Run ``python -m autograder train ARGS`` and write what it prints to a log that the book renders.
 
     python benchmarks/train_log.py benchmarks/results/train-recipe-cpu.log -- --no-progress
+    python benchmarks/train_log.py --smoke      # a tiny run, logged to a temporary file
 
 The log's first line is the command, with the date, the torch version, the machine and its
 load average when the run started; then every line the command printed (stdout, then stderr);
@@ -16,7 +17,12 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+SMOKE = ["--task", "reverse", "--num-train", "64", "--num-valid", "8", "--num-test", "8", "--batch-size", "8",
+         "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--steps", "4",
+         "--eval-every", "2", "--eval-size", "8", "--device", "cpu", "--no-progress"]
 
 
 def header(args: list[str]) -> str:
@@ -33,10 +39,16 @@ def header(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("log", type=Path, help="the log file to write")
+    parser.add_argument("log", type=Path, nargs="?", help="the log file to write")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then the flags of python -m autograder train")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run logged to a temporary file (seconds)")
     options = parser.parse_args(argv)
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
+    if options.smoke:
+        folder = Path(tempfile.mkdtemp())
+        options.log, args = folder / "smoke.log", [*SMOKE, "--out", str(folder / "smoke.pt")]
+    elif options.log is None:
+        parser.error("the log file to write is needed (or --smoke)")
     first = header(args)
     done = subprocess.run([sys.executable, "-m", "autograder", "train", *args], capture_output=True, text=True)
     lines = [first, *done.stdout.splitlines(), *done.stderr.splitlines(), f"(exit status {done.returncode})"]
