@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 
@@ -90,149 +89,27 @@ def _lab(root: Path, args: argparse.Namespace) -> int:
 
 
 # --- train: the chapter 8 recipe from the command line (make train) ---
-# The recipe of chapter 8's run; flags left unset take these values, or the checkpoint's with --resume.
-TRAIN_RECIPE = dict(num_train=10_000, num_valid=200, num_test=500, data_seed=0, d_model=64, num_heads=4,
-                    num_layers=2, d_ff=128, dropout=0.0, fused=False, batch_size=64, warmup=200, lr_factor=0.5,
-                    smoothing=0.1, clip_norm=1.0, seed=0)
-
+# The flags, their defaults and their help come from autograder.reference.recipe.TrainRecipe.
 
 def _train_parser(sub) -> None:
-    from autograder.reference.train import AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
+    from autograder.reference import recipe
 
     train = sub.add_parser(
         "train", help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
-        description="Train the chapter 8 model with its recipe (autograder.reference.train), print the held-out "
+        description="Train the chapter 8 model with its recipe (autograder.reference.recipe), print the held-out "
                     "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
                     "-m autograder train ... (data parallel; each process takes its share of the batch).")
-    a = train.add_argument
-    a("--task", default=None, help="task of autograder.data.make_task: copy, reverse, dates or add (default: dates)")
-    a("--steps", type=int, default=400, help="optimizer steps in all; a resumed run goes on up to this step")
-    a("--batch-size", type=int, default=None, help="pairs per step in all processes together (default: 64)")
-    a("--seed", type=int, default=None, help="seed of the weights, dropout and batch order (default: 0)")
-    a("--data-seed", type=int, default=None, help="seed that generates the task's pairs (default: 0)")
-    a("--out", type=Path, default=None,
-      help="checkpoint file to write (default: the --resume file, else checkpoints/TASK.pt)")
-    a("--resume", type=Path, default=None, metavar="PATH",
-      help="go on from this checkpoint: model, recipe and data come from it; --steps is the total")
-    a("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
-      help="where to train; auto: with --resume the checkpoint's device type, else cuda, then mps, then cpu "
-           "(default: auto)")
-    a("--amp", choices=["none", "bf16", "fp16", "auto"], default=None,
-      help="mixed precision: bf16, fp16 (with a GradScaler), none, or auto = bf16 on CUDA for a captured step "
-           f"of a model at least {AUTO_LOW_PRECISION_MIN_D_MODEL} wide, else float32 (default: with --resume the "
-           "checkpoint's precision, else auto)")
-    a("--compile", nargs="?", const="inductor", default=TrainConfig.compile, metavar="BACKEND",
-      help="torch.compile the model (BACKEND: inductor, the default, or aot_eager); on CUDA inductor replays "
-           "its kernels as CUDA graphs (default: eager)")
-    a("--cuda-graph", action=argparse.BooleanOptionalAction, default=TrainConfig.cuda_graph,
-      help="capture the whole step (forward, loss, backward, clipping, Adam, the schedule) as a CUDA graph "
-           f"and replay it; batches padded to lengths that are multiples of {TrainConfig.bucket} "
-           f"(CUDA, one process, not fp16; default: {'on' if TrainConfig.cuda_graph else 'off'})")
-    a("--eval-every", type=int, default=100, help="steps between validation checks (0: none; default: 100)")
-    a("--eval-size", type=int, default=200, help="validation pairs per check (default: 200)")
-    a("--save-every", type=int, default=0, help="steps between checkpoints (0: only at the end; default: 0)")
-    a("--stop-at", type=float, default=None, help="stop once validation exact match reaches this (default: never)")
-    a("--dropout", type=float, default=None, help="dropout probability (default: 0.0)")
-    a("--d-model", type=int, default=None, help="model width D (default: 64)")
-    a("--num-heads", type=int, default=None, help="attention heads H (default: 4)")
-    a("--num-layers", type=int, default=None, help="encoder layers = decoder layers (default: 2)")
-    a("--d-ff", type=int, default=None, help="feed-forward width F (default: 128)")
-    a("--fused", action=argparse.BooleanOptionalAction, default=None,
-      help="PyTorch's fused attention and LayerNorm kernels (same math, faster; default: off)")
-    a("--warmup", type=int, default=None, help="Noam warmup steps (default: 200)")
-    a("--lr-factor", type=float, default=None, help="multiplier of the Noam schedule (default: 0.5)")
-    a("--smoothing", type=float, default=None, help="label smoothing (default: 0.1)")
-    a("--clip-norm", type=float, default=None, help="clip the gradient norm to this (default: 1.0)")
-    a("--num-train", type=int, default=None, help="training pairs (default: 10000)")
-    a("--num-valid", type=int, default=None, help="validation pairs (default: 200)")
-    a("--num-test", type=int, default=None, help="held-out test pairs, scored at the end (default: 500)")
-    a("--threads", type=int, default=0, help="torch CPU threads per process (0: torch's choice; default: 0)")
-    a("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--resume", type=Path, default=None, metavar="PATH",
+                       help="go on from this checkpoint: model, recipe and data come from it; --steps is the total")
+    recipe.add_flags(train, recipe.TRAIN_RECIPE)
 
 
 def _train(args: argparse.Namespace) -> int:
-    """Build (or reload) the task and model, train, score the test split on rank 0."""
-    import torch
+    """Run the recipe that the flags describe (autograder.reference.run)."""
+    from autograder.reference import recipe, run
 
-    from autograder.data import make_task
-    from autograder.reference import checkpoint, distributed
-    from autograder.reference.device import best_device
-    from autograder.reference.model import EncoderDecoder, TransformerConfig
-    from autograder.reference.train import TrainConfig, amp_dtype, evaluate, train
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    state = checkpoint.load(args.resume) if args.resume is not None else None
-    if args.device != "auto":
-        device = torch.device(args.device)
-    else:  # a resume keeps its device type (a warning says when it cannot)
-        device = checkpoint.saved_device(state) if state is not None else best_device()
-    device = distributed.setup(device)
-    main_rank = distributed.is_main()
-    say = print if main_rank else (lambda *a, **k: None)
-    given = {k: getattr(args, k) for k in ("task", *TRAIN_RECIPE) if getattr(args, k, None) is not None}
-    if state is not None:
-        if given:
-            say("with --resume the checkpoint's recipe is used; ignored: "
-                + ", ".join(f"--{k.replace('_', '-')}" for k in given), file=sys.stderr)
-        spec, saved = dict(state["task"]), state["train_config"]
-        model = EncoderDecoder(checkpoint.model_config(state))
-    else:
-        r = {**TRAIN_RECIPE, **given}
-        spec = dict(name=args.task or "dates", num_train=r["num_train"], num_valid=r["num_valid"],
-                    num_test=r["num_test"], seed=r["data_seed"])
-        saved = dict(batch_size=r["batch_size"], warmup=r["warmup"], lr_factor=r["lr_factor"],
-                     smoothing=r["smoothing"], clip_norm=r["clip_norm"], seed=r["seed"])
-    if saved["batch_size"] < distributed.world_size():
-        say(f"--batch-size {saved['batch_size']} is smaller than the {distributed.world_size()} processes",
-            file=sys.stderr)
-        return 2
-    task = make_task(**spec)
-    if state is None:
-        torch.manual_seed(r["seed"])  # the same initial weights in every process
-        model = EncoderDecoder(TransformerConfig(
-            len(task.src_vocab), len(task.tgt_vocab), d_model=r["d_model"], num_heads=r["num_heads"],
-            num_layers=r["num_layers"], d_ff=r["d_ff"], dropout=r["dropout"], fused_kernels=r["fused"],
-            max_len=max(64, task.max_src_len, task.max_tgt_len)))
-        torch.manual_seed(r["seed"] + 1000 * distributed.rank())  # dropout masks differ between processes
-    config = TrainConfig(
-        steps=args.steps, amp=args.amp or (state and checkpoint.saved_amp(state)) or saved.get("amp", "auto"),
-        compile=args.compile, cuda_graph=args.cuda_graph, progress=not args.no_progress,
-        eval_every=args.eval_every, eval_size=args.eval_size, stop_at=args.stop_at, save_every=args.save_every,
-        **{k: saved[k] for k in ("batch_size", "warmup", "lr_factor", "smoothing", "clip_norm", "seed")})
-    out = args.out or args.resume or Path("checkpoints") / f"{spec['name']}.pt"
-    say(task.describe())
-    world = distributed.world_size()
-    dtype = amp_dtype(device, config.amp, d_model=model.config.d_model,
-                      captured=config.cuda_graph or config.compile is not None)
-    say(f"model: {sum(p.numel() for p in model.parameters()):,} parameters; device {device}; amp {config.amp} "
-        f"({dtype or torch.float32}); batch {config.batch_size} over {world} process(es); "
-        f"{'from step ' + str(state['step']) if state else 'from scratch'} to step {config.steps}")
-
-    if config.cuda_graph and device.type != "cuda":
-        say(f"--cuda-graph: a graph needs CUDA; on {device.type} the same step runs eagerly", file=sys.stderr)
-
-    def report(step: int, m: dict) -> None:
-        from tqdm import tqdm
-
-        tqdm.write(f"step {step:5d}  loss {m['loss']:.3f}  validation exact match {m['exact_match']:.3f}")
-
-    start = time.perf_counter()
-    try:
-        train(model, task, config, device, callback=report, out=out, resume=state, task_spec=spec)
-    finally:
-        seconds = time.perf_counter() - start
-        distributed.teardown()
-    if main_rank:  # the best validated weights, which the checkpoint keeps beside the last state
-        saved_state = checkpoint.load(out)
-        best = saved_state.get("best")
-        test = evaluate(checkpoint.load_model(saved_state).to(device), task.test, task.tgt_vocab, device=device)
-        which = (f"best validated weights, step {best['step']} (validation exact match "
-                 f"{best['metrics']['exact_match']:.3f})" if best else "last weights (never validated)")
-        say(f"held-out test exact match {test['exact_match']:.1%} (token accuracy {test['token_accuracy']:.1%}) "
-            f"on {len(task.test)} pairs with the {which}; training took {seconds:.0f} s")
-        say(f"checkpoint: {out} (--resume goes on from step {saved_state['step']}; load_model gives the best)")
-    return 0
+    return run.run_recipe(recipe.from_args(args), resume=args.resume,
+                          ignored=recipe.given_flags(args, recipe.SAVED), kept=recipe.given_flags(args, recipe.KEPT))
 # --- end of train ---
 
 def main(argv: list[str] | None = None) -> int:

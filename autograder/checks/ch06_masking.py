@@ -214,6 +214,8 @@ def _check_masked_case(masked_attention, what: str, q: Tensor, k: Tensor, v: Ten
 # ----------------------------------------------------------------------------- the leak test
 
 def _layers(d: int, seed: int) -> list[tuple[str, Callable[[Tensor], Tensor]]]:
+    """The layers ``check_leaks_future`` asks about, each named for what it does: a catalogue of
+    eight small closures over the same weights, long only because each entry takes a few lines."""
     g = generator(seed)
     w_q, w_k, w_v = (torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(3))
     w_1, w_2 = torch.randn(d, 2 * d, generator=g) / math.sqrt(d), torch.randn(2 * d, d, generator=g) / math.sqrt(d)

@@ -228,6 +228,22 @@ def check_train_step(train_step, seed: int = 0) -> None:
     config = reference.TransformerConfig(src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=2,
                                          num_layers=1, d_ff=32, dropout=0.0, max_len=32)
     base = seeded(reference.EncoderDecoder, seed, config)
+    data, smoothing = _step_batches(seed), 0.1
+    expected = _reference_steps(base, data, smoothing)
+    mistakes = _step_mistakes(base, data, smoothing)
+    forbid = ["autograder.reference.train.train_step", "autograder.reference.train.train"]
+    with forbidden(train_step, forbid, instead=_BUILD_STEP):
+        steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
+    for k, (src, tgt) in enumerate(data):
+        what = (f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
+                f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
+                f"(seed {seed})")
+        step = steps[k] if isinstance(steps, list) and k < len(steps) and isinstance(steps[k], dict) else {}
+        _expect_step(what, step, expected[k], functools.partial(mistakes, k))
+
+
+def _step_batches(seed: int) -> list[tuple[Tensor, Tensor]]:
+    """Two padded batches ``(src (4, 6), tgt (4, 7))``; each target row is BOS ... EOS."""
     data = []
     for k in range(2):
         src = padded_ids(4, 6, 11, seed * 10 + k, lengths=[6, 5, 3, 1])
@@ -236,8 +252,32 @@ def check_train_step(train_step, seed: int = 0) -> None:
         for row, n in enumerate([7, 6, 4, 3]):
             tgt[row, n - 1] = EOS_ID
         data.append((src, tgt))
-    smoothing = 0.1
+    return data
 
+
+def _reference_steps(base, data: list, smoothing: float) -> list[tuple[float, Tensor]]:
+    """The reference's ``train_step`` on a copy of ``base``: (loss, parameters after) for each batch."""
+    model = copy.deepcopy(base)
+    optimizer, scheduler = sgd_with_noam(model)
+    return [(reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
+            for src, tgt in data]
+
+
+_STEP_MISTAKES = {  # name: the flags of _step_variant that make the mistake
+    "no teacher-forcing shift: the input must be tgt[:, :-1] and the target tgt[:, 1:]": dict(shift=False),
+    "padding counted in the loss (average over non-pad target tokens only)": dict(reduce="numel"),
+    "no label smoothing": dict(smoothing=0.0),
+    "optimizer.zero_grad() not called: gradients accumulate across calls": dict(zero=False),
+    "scheduler.step() not called after optimizer.step()": dict(sched=False),
+    "scheduler.step() called before optimizer.step()": dict(sched_first=True),
+    "gradients not clipped to norm 1.0": dict(clip=False),
+    "optimizer.step() not called": dict(opt_step=False),
+}
+
+
+def _step_mistakes(base, data: list, smoothing: float):
+    """``mistakes(k, part)``: for each known mistake, a function giving what it returns at call k
+    (part 0: the loss, 1: the parameters); each wrong run is computed once, and only when asked."""
     memo: dict = {}
 
     def run(**flags):
@@ -256,47 +296,29 @@ def check_train_step(train_step, seed: int = 0) -> None:
         memo[key] = out
         return out
 
-    reference_model = copy.deepcopy(base)
-    optimizer, scheduler = sgd_with_noam(reference_model)
-    expected = []
-    for src, tgt in data:
-        loss = reference_train.train_step(reference_model, src, tgt, optimizer, scheduler, smoothing, PAD_ID)
-        expected.append((loss, _flat(reference_model)))
-    variants = {  # name: the flags of _step_variant that make the mistake
-        "no teacher-forcing shift: the input must be tgt[:, :-1] and the target tgt[:, 1:]": dict(shift=False),
-        "padding counted in the loss (average over non-pad target tokens only)": dict(reduce="numel"),
-        "no label smoothing": dict(smoothing=0.0),
-        "optimizer.zero_grad() not called: gradients accumulate across calls": dict(zero=False),
-        "scheduler.step() not called after optimizer.step()": dict(sched=False),
-        "scheduler.step() called before optimizer.step()": dict(sched_first=True),
-        "gradients not clipped to norm 1.0": dict(clip=False),
-        "optimizer.step() not called": dict(opt_step=False),
-    }
-
     def mistakes(k: int, part: int) -> dict:
         return {name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
-                for name, flags in variants.items()}
-    forbid = ["autograder.reference.train.train_step", "autograder.reference.train.train"]
-    with forbidden(train_step, forbid, instead=_BUILD_STEP):
-        steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
-    for k, (src, tgt) in enumerate(data):
-        what = (f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
-                f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
-                f"(seed {seed})")
-        step = steps[k] if isinstance(steps, list) and k < len(steps) and isinstance(steps[k], dict) else {}
-        if "error" in step or "params" not in step:
-            fail(what, "a result", str(step.get("error", "no result")),
-                 hint="read the error above: it was raised inside your code.")
-        loss = step["loss"]
-        if isinstance(loss, Tensor) or isinstance(loss, bool) or not isinstance(loss, numbers.Real):
-            fail(what + ": the returned loss", "a Python float", describe(loss),
-                 hint="return loss.item(): a float, detached from the graph.")
-        _expect_close_lazily(what + ": the returned loss", torch.tensor(float(loss), dtype=torch.float64),
-                             torch.tensor(expected[k][0], dtype=torch.float64), 1e-5, 1e-5,
-                             functools.partial(mistakes, k, 0))
-        params = expect_tensor(what + ": the parameters after the step", step["params"])
-        _expect_close_lazily(what + ": the parameters after the step (all of them, flattened in state_dict order)",
-                             params, expected[k][1], 1e-5, 1e-4, functools.partial(mistakes, k, 1))
+                for name, flags in _STEP_MISTAKES.items()}
+
+    return mistakes
+
+
+def _expect_step(what: str, step: dict, expected: tuple[float, Tensor], mistakes) -> None:
+    """One call's result (``step``: its loss and parameters, or its error) against the reference's."""
+    __tracebackhide__ = True
+    if "error" in step or "params" not in step:
+        fail(what, "a result", str(step.get("error", "no result")),
+             hint="read the error above: it was raised inside your code.")
+    loss = step["loss"]
+    if isinstance(loss, Tensor) or isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+        fail(what + ": the returned loss", "a Python float", describe(loss),
+             hint="return loss.item(): a float, detached from the graph.")
+    _expect_close_lazily(what + ": the returned loss", torch.tensor(float(loss), dtype=torch.float64),
+                         torch.tensor(expected[0], dtype=torch.float64), 1e-5, 1e-5,
+                         functools.partial(mistakes, 0))
+    params = expect_tensor(what + ": the parameters after the step", step["params"])
+    _expect_close_lazily(what + ": the parameters after the step (all of them, flattened in state_dict order)",
+                         params, expected[1], 1e-5, 1e-4, functools.partial(mistakes, 1))
 
 
 def _candidate_steps(train_step, config, state: dict, data: list, smoothing: float) -> list[dict]:

@@ -21,20 +21,20 @@ Writing a check::
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import torch
 from torch import Tensor
 
+# ``failures``, ``candidates`` and ``sentinels`` never import this module; checks import their tools from here.
+from autograder.checks.candidates import is_remote
+from autograder.checks.failures import CheckFailed, ForbiddenCall
+from autograder.checks.sentinels import forbidden, replaced
 
-class CheckFailed(AssertionError):
-    """A check found the candidate wrong; the message says how."""
-
-
-class ForbiddenCall(CheckFailed):
-    """The candidate called something the exercise asks the student to build."""
+__all__ = ["CheckFailed", "ForbiddenCall", "beside", "call", "check", "describe", "dtype_name", "expect_close",
+           "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden", "generator",
+           "padded_targets", "random_tensor", "replaced", "seeded"]
 
 
 def check(fn: Callable[..., None]) -> Callable[..., None]:
@@ -104,7 +104,7 @@ def describe(x: Any) -> str:
     """``tensor of shape (2, 3), float32`` or the type and value of anything else."""
     if isinstance(x, Tensor):
         return f"tensor of shape {tuple(x.shape)}, {dtype_name(x.dtype)}"
-    if _is_remote(x):
+    if is_remote(x):
         return repr(x)
     return f"{type(x).__name__} {x!r}"[:200]
 
@@ -256,11 +256,11 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
 
 # ----------------------------------------------------------------------------- where the candidate runs
 
-def _is_remote(candidate: Any) -> bool:
-    """A handle to the student's answer in the independent check's sandboxed child
-    (autograder.grading.remote), looked up without importing the grading package."""
-    remote = sys.modules.get("autograder.grading.remote")
-    return remote is not None and isinstance(candidate, (remote.RemoteObject, remote.RemoteModule))
+# During grading a candidate may be a handle to the student's answer in the independent
+# check's sandboxed child (autograder.grading.remote). Whether it is
+# (``candidates.is_remote``) is asked here, by ``describe`` and ``beside``, and by the
+# sentinels, which block their targets over there: that question has its own module,
+# which imports neither.
 
 
 def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
@@ -270,15 +270,6 @@ def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:
     the scenario, a module-level function of the check's module, builds what it needs from
     the plain ``args`` and returns plain results."""
     __tracebackhide__ = True
-    if _is_remote(candidate):
+    if is_remote(candidate):
         return candidate.__remote_scenario__(scenario, *args)
     return scenario(candidate, *args)
-
-
-def __getattr__(name: str) -> Any:
-    """``forbidden`` and ``replaced`` live in ``sentinels``; they are importable from here too."""
-    if name in ("forbidden", "replaced"):
-        from autograder.checks import sentinels
-
-        return getattr(sentinels, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

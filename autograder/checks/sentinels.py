@@ -3,10 +3,10 @@
 ``forbidden`` replaces PyTorch's op for the exercise and the reference's function by
 sentinels that raise ``ForbiddenCall`` with a message saying what to build instead;
 ``replaced`` puts any stand-in in place of a function (``dropout.fixed_dropout`` uses it).
-Both patch the candidate's own namespace too, and undo everything afterwards. They are
-importable from ``core`` as well. ``forbidden`` also swaps the code of a blocked plain
-function for one that refuses, so that the function object itself refuses wherever it was
-captured before the check (a default argument, a closure, a ``functools.partial``, a list);
+Both patch the candidate's own namespace too, and undo everything afterwards. ``core``
+re-exports them (this module never imports ``core``). ``forbidden`` also swaps the code of
+a blocked plain function for one that refuses, so that the function object itself refuses
+wherever it was captured before the check (a default argument, a closure, a ``functools.partial``, a list);
 while the candidate runs, ``clones`` refuses the blocked functions' code under any other
 function object, and ``dispatch`` refuses PyTorch's targets by their built-ins and by the ATen
 operations only they produce (``torch.ops.aten.relu``).
@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from autograder.checks import clones, dispatch
-from autograder.checks.core import ForbiddenCall, _is_remote
+from autograder.checks.candidates import is_remote
+from autograder.checks.failures import ForbiddenCall
 
 
 def _resolve(path: str) -> tuple[Any, str, Any]:
@@ -271,7 +272,7 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     ``functools.partial``, a list); its own code is back afterwards, whatever happened.
     """
     __tracebackhide__ = True
-    if _is_remote(candidate):  # the candidate runs in the sandboxed child: block there
+    if is_remote(candidate):  # the candidate runs in the sandboxed child: block there
         with candidate.__remote_forbidden__(list(targets), instead):
             yield
         return

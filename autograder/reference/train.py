@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -192,6 +192,108 @@ def _better(metrics: dict[str, float], best: dict[str, Any] | None) -> bool:
     return best is None or tuple(metrics[k] for k in key) > tuple(best["metrics"][k] for k in key)
 
 
+@dataclass
+class _Run:
+    """What one run's steps, validations and checkpoints share."""
+
+    model: nn.Module
+    task: Task
+    config: TrainConfig
+    device: torch.device
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: torch.amp.GradScaler | None
+    data: TrainingBatches
+    precision: str  # what the steps run in: "fp32", "bf16" or "fp16"
+    out: str | Path | None
+    task_spec: dict[str, Any] | None
+    step: int = 0
+    history: list[float] = field(default_factory=list)
+    best: dict[str, Any] | None = None
+    metrics: dict[str, float] | None = None
+    train_seconds: float = 0.0  # in training steps, evaluation excluded
+
+    def save(self) -> None:
+        """Write the checkpoint (rank 0; every rank takes part in gathering the generators)."""
+        rng = distributed.gather(checkpoint.rng_state())
+        if self.out is not None and distributed.is_main():
+            checkpoint.save(checkpoint.snapshot(
+                step=self.step, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler,
+                scaler=self.scaler, data=self.data.state_dict(), rng=rng, train_config=self.config,
+                history=self.history, task=self.task_spec, metrics=self.metrics, device_type=self.device.type,
+                precision=self.precision, best=self.best), self.out)
+
+    def validate(self, valid: list, callback: Callable[[int, dict], None] | None) -> dict[str, float]:
+        """Decode ``valid`` greedily, keep the best weights, tell ``callback``; every rank evaluates
+        (their weights are equal), so all agree on when to stop."""
+        metrics = evaluate(self.model, valid, self.task.tgt_vocab, batch_size=self.config.eval_batch_size,
+                           device=self.device)
+        metrics.update(loss=self.history[-1], train_seconds=self.train_seconds)
+        self.metrics = metrics
+        if _better(metrics, self.best):
+            self.best = checkpoint.best_weights(self.step, self.model, metrics)
+        if callback is not None and distributed.is_main():
+            callback(self.step, metrics)
+        return metrics
+
+
+def _start(model: nn.Module, task: Task, config: TrainConfig, device: torch.device | str | None,
+           resume: dict[str, Any] | None, out: str | Path | None,
+           task_spec: dict[str, Any] | None) -> tuple[_Run, torch.dtype | None]:
+    """Place the model, choose the precision, build the optimizer and the batches, and restore
+    ``resume`` into them: the run ready for its first step, and the autocast dtype."""
+    if device is None:
+        device = checkpoint.saved_device(resume) if resume is not None else best_device()
+    device = torch.device(device)
+    model.to(device)
+    captured_step = config.cuda_graph or config.compile is not None
+    dtype = amp_dtype(device, config.amp, d_model=int(cast(Any, model).config.d_model), captured=captured_step)
+    precision = precision_name(dtype)
+    config = replace(config, amp=checkpoint.AMP_OF_PRECISION[precision])  # the checkpoint records what "auto" chose
+    optimizer, scheduler = make_optimizer(model, config)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+    run = _Run(model, task, config, device, optimizer, scheduler, scaler, training_batches(task, config), precision,
+               out, task_spec)
+    if resume is not None:
+        checkpoint.warn_if_changed(resume, device.type, precision)
+        run.step = checkpoint.restore(resume, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
+                                      data=run.data, rank=distributed.rank(), world_size=distributed.world_size())
+        run.history, run.best = list(resume["history"]), resume.get("best")
+    return run, dtype
+
+
+def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
+          callback: Callable[[int, dict], None] | None) -> None:
+    """Take the steps from the run's step up to ``config.steps``, validating and saving on schedule."""
+    config, pad_id = run.config, run.task.tgt_vocab.pad_id
+    captured_step = config.cuda_graph or config.compile is not None
+    valid = run.task.valid[: config.eval_size]
+    bar = tqdm(range(run.step + 1, config.steps + 1), initial=run.step, total=config.steps,
+               disable=not config.progress or not distributed.is_main(), desc=f"train {run.task.name}")
+    for step in bar:
+        run.step = step
+        src, tgt = next(run.data)
+        if captured_step:
+            src, tgt = pad_to_bucket(src, tgt, config.batch_size, config.bucket, pad_id)
+        src, tgt = (distributed.shard(x).to(run.device, non_blocking=True) for x in (src, tgt))
+        start = time.perf_counter()
+        run.history.append(take_step(src, tgt))
+        run.train_seconds += time.perf_counter() - start  # .item() above waited for the device
+        if run.step % 50 == 0 or run.step == config.steps:
+            bar.set_postfix(loss=f"{run.history[-1]:.3f}", refresh=False)
+        stop = False
+        if config.eval_every and (run.step % config.eval_every == 0 or run.step == config.steps) and valid:
+            metrics = run.validate(valid, callback)
+            bar.set_postfix(loss=f"{run.history[-1]:.3f}", valid_em=f"{metrics['exact_match']:.3f}")
+            stop = config.stop_at is not None and metrics["exact_match"] >= config.stop_at
+        if run.out is not None and config.save_every and run.step % config.save_every == 0 \
+                and run.step != config.steps:
+            run.save()
+        if stop:
+            break
+    bar.close()
+
+
 def train(
     model: nn.Module, task: Task, config: TrainConfig | None = None, device: torch.device | str | None = None,
     callback: Callable[[int, dict], None] | None = None, *, out: str | Path | None = None,
@@ -218,67 +320,10 @@ def train(
     Launched by ``torchrun``, each process trains on its share of every batch through
     DistributedDataParallel; only rank 0 shows the bar and writes the checkpoint.
     """
-    config = config or TrainConfig()
-    if device is None:
-        device = checkpoint.saved_device(resume) if resume is not None else best_device()
-    device = torch.device(device)
-    model.to(device)
-    pad_id = task.tgt_vocab.pad_id
-    captured_step = config.cuda_graph or config.compile is not None
-    dtype = amp_dtype(device, config.amp, d_model=int(cast(Any, model).config.d_model), captured=captured_step)
-    precision = precision_name(dtype)
-    config = replace(config, amp=checkpoint.AMP_OF_PRECISION[precision])  # the checkpoint records what "auto" chose
-    optimizer, scheduler = make_optimizer(model, config)
-    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    data = training_batches(task, config)
-    history: list[float] = []
-    step, best = 0, None
-    if resume is not None:
-        checkpoint.warn_if_changed(resume, device.type, precision)
-        step = checkpoint.restore(resume, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
-                                  data=data, rank=distributed.rank(), world_size=distributed.world_size())
-        history, best = list(resume["history"]), resume.get("best")
-    take_step = _stepper(model, config, device, optimizer, scheduler, scaler, dtype, pad_id)
-    valid = task.valid[: config.eval_size]
-    metrics: dict[str, float] | None = None
-    train_seconds = 0.0
-
-    def save() -> None:
-        rng = distributed.gather(checkpoint.rng_state())  # every rank takes part; rank 0 writes
-        if out is not None and distributed.is_main():
-            checkpoint.save(checkpoint.snapshot(
-                step=step, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
-                data=data.state_dict(), rng=rng, train_config=config, history=history, task=task_spec,
-                metrics=metrics, device_type=device.type, precision=precision, best=best), out)
-
-    bar = tqdm(range(step + 1, config.steps + 1), initial=step, total=config.steps,
-               disable=not config.progress or not distributed.is_main(), desc=f"train {task.name}")
-    for step in bar:
-        src, tgt = next(data)
-        if captured_step:
-            src, tgt = pad_to_bucket(src, tgt, config.batch_size, config.bucket, pad_id)
-        src, tgt = (distributed.shard(x).to(device, non_blocking=True) for x in (src, tgt))
-        start = time.perf_counter()
-        history.append(take_step(src, tgt))
-        train_seconds += time.perf_counter() - start  # .item() above waited for the device
-        if step % 50 == 0 or step == config.steps:
-            bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
-        stop = False
-        if config.eval_every and (step % config.eval_every == 0 or step == config.steps) and valid:
-            # every rank evaluates (their weights are equal), so all agree on when to stop
-            metrics = evaluate(model, valid, task.tgt_vocab, batch_size=config.eval_batch_size, device=device)
-            metrics.update(loss=history[-1], train_seconds=train_seconds)
-            if _better(metrics, best):
-                best = checkpoint.best_weights(step, model, metrics)
-            if callback is not None and distributed.is_main():
-                callback(step, metrics)
-            bar.set_postfix(loss=f"{history[-1]:.3f}", valid_em=f"{metrics['exact_match']:.3f}")
-            stop = config.stop_at is not None and metrics["exact_match"] >= config.stop_at
-        if out is not None and config.save_every and step % config.save_every == 0 and step != config.steps:
-            save()
-        if stop:
-            break
-    bar.close()
+    run, dtype = _start(model, task, config or TrainConfig(), device, resume, out, task_spec)
+    take_step = _stepper(model, run.config, run.device, run.optimizer, run.scheduler, run.scaler, dtype,
+                         task.tgt_vocab.pad_id)
+    _loop(run, take_step, callback)
     if out is not None:
-        save()
-    return history
+        run.save()
+    return run.history

@@ -58,6 +58,11 @@ PROMISES: dict[str, list[str]] = {
         # on a machine without CUDA the graph is named and skipped, with the reason
         rf"small .* fp32  course graphed +(n/a \(a CUDA graph needs CUDA\)|{NUMBER} ms/step .*)",
     ],
+    "train_log.py": [
+        r"\$ python -m autograder train --task reverse .*\(load average .*\)",
+        rf"held-out test exact match {NUMBER}% .*",
+        r"\(exit status 0\)",
+    ],
     "time_to_accuracy.py": [
         rf"ours +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
         rf"pytorch +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",

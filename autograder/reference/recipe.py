@@ -1,0 +1,186 @@
+"""One training recipe: every default of a run of chapter 8's model, in one place.
+
+``TrainRecipe`` holds what ``python -m autograder train`` does when given no flag: the task,
+the model's size, the optimizer's schedule, the device and precision, evaluation and
+checkpoints. The command's flags, their defaults and their help are made from its fields
+(``add_flags``); ``make train`` runs it with no flag; the appendix prints it; the figures the
+course quotes come from runs of it (``benchmarks/results/``).
+
+``TransformerConfig`` and ``TrainConfig`` keep their own defaults (the paper's sizes, which the
+checks and old checkpoints rely on): the recipe is the smaller model and shorter run that
+trains in a minute or two on a CPU, and it builds those two configs (``model_config``,
+``train_config``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from autograder.data import TASK_NAMES, Task
+from autograder.reference.model import TransformerConfig
+from autograder.reference.train import AMP_MODES, AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
+
+__all__ = ["KEPT", "OPTIMIZATION_FIELDS", "SAVED", "TRAIN_RECIPE", "TrainRecipe", "add_flags", "from_args",
+           "given_flags"]
+
+# With --resume these come from the checkpoint, and a flag that sets one is ignored (with a warning).
+SAVED = "saved"
+# With --resume the checkpoint's value, unless the flag is given.
+KEPT = "kept"
+
+
+def _field(default: Any, help: str, *, resume: str | None = None, shown: str | None = None, **flag: Any) -> Any:
+    """A recipe field: its default, its flag's help (``shown``: the default as the help says it), what
+    ``--resume`` does with it, and any other argument of ``add_argument`` (choices, metavar, ...)."""
+    return field(default=default, metadata={"help": help, "resume": resume, "shown": shown, "flag": flag})
+
+
+@dataclass(frozen=True)
+class TrainRecipe:
+    """A run of the chapter 8 model: the defaults of ``python -m autograder train`` (and ``make train``)."""
+
+    # --- the task (autograder.data.make_task) ---
+    task: str = _field("dates", f"task of autograder.data.make_task: {', '.join(TASK_NAMES)}", resume=SAVED,
+                       choices=TASK_NAMES)
+    num_train: int = _field(10_000, "training pairs", resume=SAVED)
+    num_valid: int = _field(200, "validation pairs", resume=SAVED)
+    num_test: int = _field(500, "held-out test pairs, scored at the end", resume=SAVED)
+    data_seed: int = _field(0, "seed that generates the task's pairs", resume=SAVED)
+    # --- the model: smaller than TransformerConfig's, so that it trains on a CPU in minutes ---
+    d_model: int = _field(64, "model width D", resume=SAVED, metavar="D")
+    num_heads: int = _field(4, "attention heads H", resume=SAVED, metavar="H")
+    num_layers: int = _field(2, "encoder layers = decoder layers", resume=SAVED)
+    d_ff: int = _field(128, "feed-forward width F", resume=SAVED, metavar="F")
+    dropout: float = _field(0.0, "dropout probability", resume=SAVED)
+    fused: bool = _field(False, "PyTorch's fused attention and LayerNorm kernels (same math, faster)",
+                         resume=SAVED)
+    # --- the optimization (TrainConfig): a shorter warmup and a lower rate than the paper's ---
+    steps: int = _field(400, "optimizer steps in all; a resumed run goes on up to this step")
+    batch_size: int = _field(64, "pairs per step in all processes together", resume=SAVED)
+    warmup: int = _field(200, "Noam warmup steps", resume=SAVED)
+    lr_factor: float = _field(0.5, "multiplier of the Noam schedule", resume=SAVED)
+    smoothing: float = _field(0.1, "label smoothing", resume=SAVED)
+    clip_norm: float = _field(1.0, "clip the gradient norm to this", resume=SAVED)
+    seed: int = _field(0, "seed of the weights, dropout and batch order", resume=SAVED)
+    # --- the device and the precision (the appendix's GPU section) ---
+    device: str = _field("auto", "where to train; auto: with --resume the checkpoint's device type, else cuda, "
+                                 "then mps, then cpu", choices=["auto", "cpu", "cuda", "mps"])
+    amp: str = _field("auto", "mixed precision: bf16, fp16 (with a GradScaler), none, or auto = bf16 on CUDA "
+                              "for a captured step of a model at least "
+                              f"{AUTO_LOW_PRECISION_MIN_D_MODEL} wide, else float32",
+                      resume=KEPT, shown="with --resume the checkpoint's precision, else auto", choices=AMP_MODES)
+    compile: str | None = _field(None, "torch.compile the model (BACKEND: inductor, the default, or aot_eager); "
+                                       "on CUDA inductor replays its kernels as CUDA graphs",
+                                 shown="eager", nargs="?", const="inductor", metavar="BACKEND")
+    cuda_graph: bool = _field(False, "capture the whole step (forward, loss, backward, clipping, Adam, the "
+                                     "schedule) as a CUDA graph and replay it; batches padded to lengths that are "
+                                     f"multiples of {TrainConfig.bucket} (CUDA, one process, not fp16)")
+    # --- evaluation and checkpoints ---
+    eval_every: int = _field(100, "steps between validation checks (0: none)")
+    eval_size: int = _field(200, "validation pairs per check")
+    stop_at: float | None = _field(None, "stop once validation exact match reaches this", shown="never")
+    save_every: int = _field(0, "steps between checkpoints (0: only at the end)")
+    out: Path | None = _field(None, "checkpoint file to write", shown="the --resume file, else checkpoints/TASK.pt",
+                              metavar="PATH")
+    # --- this process ---
+    threads: int = _field(0, "torch CPU threads per process (0: torch's choice)")
+    progress: bool = _field(True, "a progress bar")
+
+    def task_spec(self) -> dict[str, Any]:
+        """``make_task``'s arguments (which a checkpoint stores to rebuild the data)."""
+        return dict(name=self.task, num_train=self.num_train, num_valid=self.num_valid, num_test=self.num_test,
+                    seed=self.data_seed)
+
+    def model_config(self, task: Task) -> TransformerConfig:
+        """The model's config for ``task``'s vocabularies and lengths."""
+        return TransformerConfig(
+            len(task.src_vocab), len(task.tgt_vocab), d_model=self.d_model, num_heads=self.num_heads,
+            num_layers=self.num_layers, d_ff=self.d_ff, dropout=self.dropout, fused_kernels=self.fused,
+            max_len=max(64, task.max_src_len, task.max_tgt_len))
+
+    def train_config(self) -> TrainConfig:
+        """The trainer's config: this recipe's schedule, precision and evaluation."""
+        return TrainConfig(
+            steps=self.steps, batch_size=self.batch_size, warmup=self.warmup, lr_factor=self.lr_factor,
+            smoothing=self.smoothing, clip_norm=self.clip_norm, seed=self.seed, amp=self.amp,
+            progress=self.progress, eval_every=self.eval_every, eval_size=self.eval_size, stop_at=self.stop_at,
+            save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
+
+    def describe(self, width: int = 96) -> str:
+        """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""
+        items = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return textwrap.fill(items, width, break_long_words=False, break_on_hyphens=False)
+
+
+TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from
+# What a checkpoint's train_config gives a resumed run (the rest of the recipe's SAVED fields: its task and model).
+OPTIMIZATION_FIELDS = ("batch_size", "warmup", "lr_factor", "smoothing", "clip_norm", "seed")
+
+
+# ----------------------------------------------------------------------------- flags
+
+def _flag_type(value: Any) -> Any:
+    """The argparse type of a field from its default (None fields: the type their flag reads)."""
+    return {bool: None, int: int, float: float, str: str}.get(type(value))
+
+
+class _Store(argparse.Action):
+    """Store the value and note that the flag was given (``given_flags``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given_flags = namespace.given_flags | {self.dest}
+
+
+class _Switch(argparse.BooleanOptionalAction):
+    """``--name`` / ``--no-name``, noting that the flag was given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        namespace.given_flags = namespace.given_flags | {self.dest}
+
+
+_FLAG_TYPES = {"stop_at": float, "out": Path}  # fields whose default None says nothing of their type
+
+
+def _help(f: Any, default: Any) -> str:
+    shown = f.metadata["shown"]
+    if shown is None:
+        shown = ("on" if default else "off") if isinstance(default, bool) else str(default)
+    note = {SAVED: "; with --resume the checkpoint's", KEPT: ""}.get(f.metadata["resume"], "")
+    return f"{f.metadata['help']} (default: {shown}{note})".replace("%", "%%")
+
+
+def add_flags(parser: argparse.ArgumentParser, recipe: TrainRecipe = TRAIN_RECIPE) -> None:
+    """One flag for each field of ``recipe`` (``--d-model`` for ``d_model``), defaulting to its value."""
+    parser.set_defaults(given_flags=frozenset())
+    for f in fields(recipe):
+        default = getattr(recipe, f.name)
+        name, extra = "--" + f.name.replace("_", "-"), dict(f.metadata["flag"])
+        if isinstance(default, bool):
+            parser.add_argument(name, action=_Switch, default=default, help=_help(f, default), **extra)
+            continue
+        kind = _FLAG_TYPES.get(f.name) or _flag_type(default)
+        if kind is not None and "choices" not in extra:
+            extra["type"] = kind
+        parser.add_argument(name, action=_Store, default=default, help=_help(f, default), **extra)
+
+
+def from_args(args: argparse.Namespace) -> TrainRecipe:
+    """The recipe that parsed flags describe (each unset flag holds its recipe default)."""
+    return TrainRecipe(**{f.name: getattr(args, f.name) for f in fields(TrainRecipe)})
+
+
+def given_flags(args: argparse.Namespace, resume: str | None = None) -> list[str]:
+    """The recipe fields set on the command line, in the recipe's order; with ``resume``, only
+    those whose ``--resume`` behaviour is that (SAVED: ignored; KEPT: kept unless given)."""
+    given: frozenset[str] = getattr(args, "given_flags", frozenset())
+    return [f.name for f in fields(TrainRecipe)
+            if f.name in given and (resume is None or f.metadata["resume"] == resume)]
+
