@@ -71,11 +71,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
-    """Copy the released labs into ``target`` (course.workspace): new ones copied, changed ones
+    """Copy the released labs into ``target`` (workspace.sync): new ones copied, changed ones
     refreshed with the student's answers and a backup; say what happened."""
-    from autograder.grading import course, workspace
+    from autograder.grading import workspace
 
-    print("\n".join(workspace.describe(course.workspace(root, target, labs), target)))
+    print("\n".join(workspace.describe(workspace.sync(root, target, labs), target)))
 
 
 def _lab(root: Path, args: argparse.Namespace) -> int:
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    from autograder.grading import boot, pipeline, preflight, sandbox
+    from autograder.grading.grader import pipeline, preflight, sandbox
+    from autograder.grading.protocol import boot
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
     if not source.exists():

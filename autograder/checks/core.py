@@ -258,8 +258,8 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
 
 def _is_remote(candidate: Any) -> bool:
     """A handle to the student's answer in the independent check's sandboxed child
-    (autograder.grading.remote), looked up without importing the grading package."""
-    remote = sys.modules.get("autograder.grading.remote")
+    (autograder.grading.protocol.remote), looked up without importing the grading package."""
+    remote = sys.modules.get("autograder.grading.protocol.remote")
     return remote is not None and isinstance(candidate, (remote.RemoteObject, remote.RemoteModule))
 
 

@@ -20,9 +20,9 @@ import nbformat
 import pytest
 from grading_helpers import LAB, answered, processes_with, released, submit, with_cell
 
-from autograder.grading import pipeline, sandbox
-from autograder.grading.feedback import clear_hidden
-from autograder.grading.ids import safe_id
+from autograder.grading.grader import pipeline, sandbox
+from autograder.grading.grader.feedback import clear_hidden
+from autograder.grading.grader.ids import safe_id
 
 PLANTED = "ch99_planted.py"
 
@@ -239,7 +239,7 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
     port = listener.getsockname()[1]
-    package = Path(pipeline.__file__).parents[1]
+    package = Path(pipeline.__file__).parents[2]
     package_files = _files(package)
     stub = released()
     cases = {  # student: (notebook, expected score, a phrase the summary must say or None)

@@ -5,7 +5,7 @@ The grader (this process) takes each graded test cell from the *source* notebook
 tests included, and runs it here with the check functions of its own, pristine
 ``autograder.checks``; the names the test cell checks (``softmax``, ``MultiHeadAttention``)
 are handles to what the submission's code cells defined in a sandboxed child
-(``autograder.grading.child``). The child only answers calls: tensors and plain values
+(``autograder.grading.sandboxed.child``). The child only answers calls: tensors and plain values
 cross, live objects never do. So a submission that patches torch, plants a module, fakes
 ``autograder.checks`` or rewrites its test cells changes only its own process, where
 nothing is decided.
@@ -30,9 +30,9 @@ from typing import Any
 
 import nbformat
 
-from autograder.grading import boot, wire
-from autograder.grading.remote import Connection
-from autograder.grading.sandbox import Tail
+from autograder.grading.grader.sandbox import Tail
+from autograder.grading.protocol import boot, wire
+from autograder.grading.protocol.remote import Connection
 
 STARTUP_TIMEOUT = 180.0  # seconds a child may take to start (torch's import on a busy machine)
 
@@ -90,14 +90,14 @@ def _namespace() -> dict[str, Any]:
     return {"__builtins__": {**vars(builtins), "__import__": guarded_import}, "__name__": "__grader__"}
 
 
-class Child:
+class SandboxedChild:
     """The sandboxed child process and the connection to it. It inherits the two pipes of the
     conversation and a pipe for its stderr (read here, capped), no other descriptor of ours."""
 
     def __init__(self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float) -> None:
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
-        argv = wrap(boot.command("autograder.grading.child", str(to_child), str(to_grader)))
+        argv = wrap(boot.command("autograder.grading.sandboxed.child", str(to_child), str(to_grader)))
         self.proc = subprocess.Popen(argv, pass_fds=(to_child, to_grader), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      env=env, start_new_session=True, cwd="/")
@@ -153,7 +153,7 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
     exercises not yet checked."""
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
-    child = Child(wrap, env, call_timeout)
+    child = SandboxedChild(wrap, env, call_timeout)
     try:
         child.hello()
     except GraderError:

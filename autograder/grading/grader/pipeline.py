@@ -1,11 +1,11 @@
 """``grade``: collect submissions, autograde every lab in parallel, feedback, grades.csv, summary.
 
-Each (student, lab) is graded by nbgrader in its own process (autograder.grading.worker),
-in a sandboxed kernel (autograder.grading.kernel, .sandbox), under a wall-clock limit;
+Each (student, lab) is graded by nbgrader in its own process (autograder.grading.grader.worker),
+in a sandboxed kernel (autograder.grading.sandboxed.kernel, .launcher), under a wall-clock limit;
 whatever happens to one submission is reported and the others go on.
 
 ``grade`` runs these steps in order: ``_select`` (collect the submissions into submitted/,
-apply --student and --lab), ``_ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
+apply --student and --lab), ``gradebook.ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
 look at each notebook, one job for each that can be graded, its bytes staged in a folder of
 ours that nbgrader reads instead of submitted/), ``_run`` (the jobs on worker
 processes, each result recorded), ``_scores_and_csv`` (0 for what could not be graded, the
@@ -15,16 +15,12 @@ scores read back, grades.csv).
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
-import io
 import os
 import queue
-import re
 import shutil
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,14 +28,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from autograder.grading import boot, kernel, preflight, sandbox
-from autograder.grading.collect import collect, recorded_late, recorded_originals
-from autograder.grading.course import generate, tool_env
 from autograder.grading.course import labs as course_labs
-from autograder.grading.files import Refused, read_plain, readable_by_others
-from autograder.grading.ids import csv_cell, printable, safe_id
-from autograder.grading.inspect import after_grading, inspect_submission
-from autograder.grading.worker import WorkerProcess, lock_gradebook
+from autograder.grading.course import tool_env
+from autograder.grading.grader import gradebook, kernelspec, nbconfig, preflight, sandbox
+from autograder.grading.grader.collect import collect, recorded_late, recorded_originals
+from autograder.grading.grader.export import write_csv
+from autograder.grading.grader.files import readable_by_others
+from autograder.grading.grader.ids import printable, safe_id
+from autograder.grading.grader.screening import after_grading, inspect_submission
+from autograder.grading.grader.staging import stage
+from autograder.grading.grader.worker import WorkerProcess
+from autograder.grading.protocol import boot
 
 
 @dataclass
@@ -106,80 +105,6 @@ def _check_selection(names: list[str] | None, known: list[str], what: str, where
         raise UnknownSelection(f"no {what} {', '.join(unknown)} {where} ({what}s: {shown or 'none'})")
 
 
-# ----------------------------------------------------------------------------- gradebook
-
-def _gradebook(db_url: str, course_id: str):
-    from nbgrader.api import Gradebook
-
-    return Gradebook(db_url, course_id)
-
-
-def _course_id(root: Path) -> str:
-    from autograder.grading.worker import load_config
-
-    return load_config(root, {}).CourseDirectory.course_id or "default_course"
-
-
-def _ensure_labs(root: Path, labs: list[str], db_url: str, course_id: str, scratch: Path) -> None:
-    """``autograde`` needs the cells that ``generate_assignment`` records in the gradebook:
-    record any lab the gradebook lacks (the release goes to a scratch folder)."""
-    from nbgrader.api import MissingEntry
-
-    missing = []
-    with _gradebook(db_url, course_id) as gb:
-        for lab in labs:
-            try:
-                if not gb.find_assignment(lab).notebooks:
-                    missing.append(lab)
-            except MissingEntry:
-                missing.append(lab)
-    for lab in missing:
-        generate(root, lab, release_dir=scratch / "release", db_url=db_url)
-
-
-def _record_zero(db_url: str, course_id: str, student: str, lab: str) -> None:
-    """A submission nbgrader could not grade scores 0 (and still appears in grades.csv)."""
-    with _gradebook(db_url, course_id) as gb, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes inside nbgrader
-        gb.update_or_create_student(student)
-        submission = gb.update_or_create_submission(lab, student)
-        for notebook in submission.notebooks:
-            for grade in notebook.grades:
-                grade.auto_score = 0
-                grade.manual_score = None
-                grade.needs_manual_grade = False
-        gb.db.commit()
-
-
-def _scores(db_url: str, course_id: str) -> dict[tuple[str, str], tuple[float, float]]:
-    out = {}
-    with _gradebook(db_url, course_id) as gb:
-        for assignment in gb.assignments:
-            for submission in assignment.submissions:
-                out[(submission.student_id, assignment.name)] = (submission.score, submission.max_score)
-    return out
-
-
-CSV_HEADER = ["student_id", "lab", "score", "max_score", "late", "original_id"]
-
-
-def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
-              late: dict[tuple[str, str], str] | None = None, originals: dict[str, str] | None = None) -> None:
-    """grades.csv: one row per student and lab, sorted, so that reruns give the same bytes;
-    ``late`` holds the LMS's late flag and submission time (empty when it gave none),
-    ``original_id`` the name a mapped id was made from (control characters escaped; else the
-    id itself). Every cell a spreadsheet would read as a formula is neutralised (``csv_cell``)."""
-    late, originals = late or {}, originals or {}
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for (student, lab), (score, max_score) in sorted(scores.items()):
-        row = [student, lab, f"{score:g}", f"{max_score:g}", late.get((student, lab), ""),
-               printable(originals.get(student, student))]
-        writer.writerow([csv_cell(cell) for cell in row])
-    path.write_text(buffer.getvalue())
-
-
 # ----------------------------------------------------------------------------- steps
 
 @contextlib.contextmanager
@@ -195,19 +120,6 @@ def _scripts_on_path() -> Iterator[None]:
             os.environ.pop("PATH", None)
         else:
             os.environ["PATH"] = before
-
-
-@contextlib.contextmanager
-def _gradebook_turns(scratch: Path, db_url: str) -> Iterator[str]:
-    """An SQLite gradebook is used in turns by every process, this one too; yields the lock
-    file's path ("" for a server database, which needs no turns)."""
-    lock = str(scratch / "gradebook.lock") if db_url.startswith("sqlite") else ""
-    undo = lock_gradebook(lock) if lock else None
-    try:
-        yield lock
-    finally:
-        if undo:
-            undo()
 
 
 def _readable_by_others(root: Path, db_url: str) -> list[str]:
@@ -234,28 +146,6 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     return pairs, Outcomes(not_graded, notes)
 
 
-_CLAIMED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: UTC)?")
-
-
-def _claimed_time(path: Path) -> str:
-    """The time in nbgrader's exchange ``timestamp.txt`` (written by the student's submit), or ""
-    when it is missing, not a plain file, or not a time alone."""
-    try:
-        text = read_plain(path, limit=100).decode("ascii").strip()
-    except (OSError, Refused, UnicodeDecodeError):
-        return ""
-    return text if _CLAIMED.fullmatch(text) else ""
-
-
-def _exchange_token(path: Path) -> str:
-    """The secret of nbgrader's exchange (``submission_secret.txt``), or "" when it is not a short token."""
-    try:
-        text = read_plain(path, limit=200).decode("ascii").strip()
-    except (OSError, Refused, UnicodeDecodeError):
-        return ""
-    return text if re.fullmatch(r"[A-Za-z0-9+/=_-]{1,128}", text) else ""
-
-
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
           scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[dict]]:
     """An outcome for every pair, and a job for each submission that can be graded (the others
@@ -273,24 +163,11 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
             outcome.graded = False
             outcome.notes.append(found.problem)
             continue
-        # nbgrader autograde copies every file of the submission folder into autograded/ and
-        # runs the kernel there: it gets a folder of ours holding the bytes inspected, and the
-        # LMS's submission time, nothing the student chose
-        staged = scratch / "staged" / student / lab
-        staged.mkdir(parents=True)
-        (staged / f"{lab}.ipynb").write_bytes(found.data)
-        if match := re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", late.get((student, lab), "")):
-            (staged / "timestamp.txt").write_text(match.group() + "\n")
-        elif claim := _claimed_time(root / "submitted" / student / lab / "timestamp.txt"):
-            # nbgrader's exchange hands feedback back by the time its submit wrote and its secret:
-            # both travel on (checked to be a time and a token), but grades.csv's late column never reads them
-            (staged / "timestamp.txt").write_text(claim + "\n")
-            if secret := _exchange_token(root / "submitted" / student / lab / "submission_secret.txt"):
-                (staged / "submission_secret.txt").write_text(secret)
+        stage(root, scratch / "staged", student, lab, found.data, late.get((student, lab), ""))
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-        config: dict = {"CourseDirectory.db_url": db_url, **kernel.install(
+        config: dict = {"CourseDirectory.db_url": db_url, **kernelspec.install(
             scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
-            name=f"{kernel.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
+            name=f"{kernelspec.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
         config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
@@ -332,8 +209,8 @@ def _record_result(root: Path, outcome: Outcome, result: dict) -> None:
 
 def _preflight_job(root: Path, jobs: list[dict], options: Options, scratch: Path) -> dict:
     """A job for the preflight: the first job's lab, in a kernel of its own."""
-    config = {**jobs[0]["config"], **kernel.install(
-        scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernel.NAME}-preflight",
+    config = {**jobs[0]["config"], **kernelspec.install(
+        scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernelspec.NAME}-preflight",
         enabled=options.sandbox, package=options.package)}
     return {**jobs[0], "config": config, "student": ""}
 
@@ -382,8 +259,8 @@ def _scores_and_csv(root: Path, outcomes: dict[tuple[str, str], Outcome], db_url
     late flags, and write grades.csv (every submission the gradebook holds, not just these)."""
     for outcome in outcomes.values():
         if not outcome.graded:
-            _record_zero(db_url, course_id, outcome.student, outcome.lab)
-    scores = _scores(db_url, course_id)
+            gradebook.record_zero(db_url, course_id, outcome.student, outcome.lab)
+    scores = gradebook.scores(db_url, course_id)
     late = recorded_late(root)
     originals = recorded_originals(root)
     for key, outcome in outcomes.items():
@@ -406,9 +283,9 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
     scratch = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
     try:
         # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
-        with _scripts_on_path(), _gradebook_turns(scratch, db_url) as lock:
-            course_id = _course_id(root)
-            _ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
+        with _scripts_on_path(), gradebook.turns(gradebook.lock_path(scratch, db_url)) as lock:
+            course_id = nbconfig.course_id(root)
+            gradebook.ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
             outcomes, jobs = _jobs(root, pairs, options, db_url, lock, scratch)
             _run(root, jobs, outcomes, options, scratch)
             _scores_and_csv(root, outcomes, db_url, course_id, options.csv_path)

@@ -1,20 +1,16 @@
 """One nbgrader run (autograde, then generate_feedback) for one student and one lab, in its
 own process, the gradebook behind an inter-process lock.
 
-Run by the pipeline through ``autograder.grading.boot`` (the course's ``autograder``, in a
+Run by the pipeline through ``autograder.grading.protocol.boot`` (the course's ``autograder``, in a
 folder of the pipeline's): it reads one job (JSON) a line on stdin and answers one JSON line
 on stdout, so nbgrader is imported once a worker. Both channels move to descriptors that no
 process it starts inherits; its stderr is a pipe the pipeline reads with a cap.
-Every ``nbgrader.api.Gradebook`` opened in this process holds an exclusive ``flock`` on the
-lock file from its creation until it is closed, so parallel workers take turns at the
-gradebook (short transactions) while their kernels run side by side. SQLite then never sees
-two writers; PostgreSQL would cope anyway, and the lock costs it nothing.
+A worker takes its turns at the gradebook (``gradebook.turns``) for as long as it serves.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import select
@@ -22,82 +18,20 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from autograder.grading import boot
 from autograder.grading.course import tool_env
-from autograder.grading.recheck import GraderError
-from autograder.grading.sandbox import Tail
-
-
-def lock_gradebook(lock_path: str):
-    """Patch nbgrader's Gradebook so that each instance holds ``lock_path`` while open;
-    returns a function that undoes the patch."""
-    from nbgrader import api
-
-    state = {"depth": 0, "fd": None}
-    guard = threading.RLock()
-    original_init, original_close = api.Gradebook.__init__, api.Gradebook.close
-
-    def acquire() -> None:
-        with guard:
-            if state["depth"] == 0:
-                state["fd"] = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(state["fd"], fcntl.LOCK_EX)
-            state["depth"] += 1
-
-    def release() -> None:
-        with guard:
-            state["depth"] -= 1
-            if state["depth"] == 0:
-                fcntl.flock(state["fd"], fcntl.LOCK_UN)
-                os.close(state["fd"])
-
-    def init(self, *args, **kwargs):
-        acquire()
-        self._autograder_locked = True
-        try:
-            original_init(self, *args, **kwargs)
-        except BaseException:
-            self._autograder_locked = False
-            release()
-            raise
-
-    def close(self):
-        try:
-            original_close(self)
-        finally:
-            if getattr(self, "_autograder_locked", False):
-                self._autograder_locked = False
-                release()
-
-    api.Gradebook.__init__, api.Gradebook.close = init, close
-
-    def undo() -> None:
-        api.Gradebook.__init__, api.Gradebook.close = original_init, original_close
-
-    return undo
-
-
-def load_config(root: Path, overrides: dict):
-    from traitlets.config import Config, PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    extra = Config()
-    for key, value in overrides.items():
-        section, name = key.split(".", 1)
-        extra[section][name] = value
-    config.merge(extra)
-    return config
+from autograder.grading.grader import gradebook
+from autograder.grading.grader.nbconfig import load_config
+from autograder.grading.grader.recheck import GraderError
+from autograder.grading.grader.sandbox import Tail
+from autograder.grading.protocol import boot
 
 
 def run(job: dict) -> dict:
     """Autograde ``job['lab']`` for ``job['student']``, then its feedback."""
     root = Path(job["root"])
-    if job.get("lock"):
-        lock_gradebook(job["lock"])
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
@@ -127,10 +61,8 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
     calling the submission's answers in a sandboxed child; an exercise keeps its points only
     if its test cell passed in the notebook and the independent check passes. Returns the
     summary's notes; a disagreement is written into the autograded notebook for the feedback."""
-    from nbgrader.api import Gradebook
-
-    from autograder.grading import recheck, sandbox, similarity
-    from autograder.grading import verdicts as verdicts_of
+    from autograder.grading.grader import recheck, sandbox, similarity
+    from autograder.grading.grader import verdicts as verdicts_of
 
     lab, student = job["lab"], job["student"]
     notebook = root / "autograded" / student / lab / f"{lab}.ipynb"
@@ -154,19 +86,17 @@ def independent_check(root: Path, job: dict, config) -> list[str]:
     notes: list[str] = []
     sources = recheck.test_cells(source)
     hidden = verdicts_of.hidden_failures(sources, verdicts)  # the kernel never ran those: no disagreement
-    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
-        for grade_id, verdict in verdicts.items():
-            grade = gb.find_grade(grade_id, lab, lab, student)
-            if verdict.passed:
-                continue
-            if grade.auto_score and grade_id in hidden:
-                notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
-                             "(hard-coded outputs?)")
-            elif grade.auto_score:
-                notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
-                             f"({headline(verdict.message)}): scored 0")
-            grade.auto_score = 0
-        gb.db.commit()
+    scored_before = gradebook.zero_failed(config.CourseDirectory.db_url, config.CourseDirectory.course_id,
+                                          student, lab, {grade_id: v.passed for grade_id, v in verdicts.items()})
+    for grade_id, verdict in verdicts.items():
+        if verdict.passed or not scored_before[grade_id]:
+            continue
+        if grade_id in hidden:
+            notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
+                         "(hard-coded outputs?)")
+        else:
+            notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
+                         f"({headline(verdict.message)}): scored 0")
     annotate(notebook, sources, verdicts)
     # answers that retype the reference or touch the checks' machinery: a note for the
     # instructor, never a score
@@ -187,7 +117,7 @@ def headline(message: str) -> str:
 def annotate(notebook: Path, sources: dict[str, str], verdicts: dict) -> None:
     """Show the independent check's verdict in each test cell of the autograded notebook, in
     place of what the kernel printed there (``verdicts.annotate``), for the feedback."""
-    from autograder.grading import verdicts as verdicts_of
+    from autograder.grading.grader import verdicts as verdicts_of
 
     verdicts_of.annotate(notebook, sources, verdicts)
 
@@ -215,7 +145,7 @@ class WorkerProcess:
         self.stderr: Tail | None = None
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen(boot.command("autograder.grading.worker", package=self.package),
+        self.proc = subprocess.Popen(boot.command("autograder.grading.grader.worker", package=self.package),
                                      env=tool_env(JUPYTER_PATH=self.jupyter_path), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                                      cwd=self.scratch)
@@ -293,24 +223,29 @@ def _channels() -> tuple:
 def serve() -> None:
     """Grade the jobs read from stdin, one JSON line each, answering one line each: a
     long-lived worker imports nbgrader once for many notebooks."""
-    from autograder.grading import preflight
-
     jobs, answers = _channels()
-    locked = False
-    for line in jobs:
-        job = json.loads(line)
-        os.chdir(job["root"])
-        if job.get("lock") and not locked:
-            lock_gradebook(job["lock"])
-            locked = True
-        try:
-            result = preflight.run(job) if job.get("preflight") else run({**job, "lock": ""})
-        except GraderError as err:
-            result = {"grader_error": str(err)}
-        except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
-            result = {"autograde": {"success": False, "log": "", "error": f"{type(err).__name__}: {err}"}}
-        answers.write("AUTOGRADER-RESULT " + json.dumps(result) + "\n")
-        answers.flush()
+    with contextlib.ExitStack() as stack:
+        locked = False
+        for line in jobs:
+            job = json.loads(line)
+            os.chdir(job["root"])
+            if job.get("lock") and not locked:  # once a process: the first job that names the lock
+                stack.enter_context(gradebook.turns(job["lock"]))
+                locked = True
+            answers.write("AUTOGRADER-RESULT " + json.dumps(_answer(job)) + "\n")
+            answers.flush()
+
+
+def _answer(job: dict) -> dict:
+    """What the pipeline gets for one job: the grading's result, or what stopped it."""
+    from autograder.grading.grader import preflight
+
+    try:
+        return preflight.run(job) if job.get("preflight") else run(job)
+    except GraderError as err:
+        return {"grader_error": str(err)}
+    except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
+        return {"autograde": {"success": False, "log": "", "error": f"{type(err).__name__}: {err}"}}
 
 
 if __name__ == "__main__":

@@ -16,10 +16,15 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from autograder.grading.worker import WorkerProcess
+
+class Worker(Protocol):
+    """What the preflight needs of the pipeline's worker handle (``worker.WorkerProcess``)."""
+
+    def run(self, job: dict, limit: float) -> dict: ...
+
+    def stderr_tail(self, chars: int = 3000) -> str: ...
 
 
 class PreflightFailed(RuntimeError):
@@ -34,8 +39,8 @@ def run(job: dict) -> dict:
     import nbformat
     from nbclient import NotebookClient
 
-    from autograder.grading import recheck, sandbox
-    from autograder.grading.worker import load_config
+    from autograder.grading.grader import recheck, sandbox
+    from autograder.grading.grader.nbconfig import load_config
 
     root, lab = Path(job["root"]), job["lab"]
     source = root / "solutions" / lab / f"{lab}.ipynb"
@@ -68,7 +73,7 @@ def run(job: dict) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def check(worker: WorkerProcess, job: dict, limit: float) -> None:
+def check(worker: Worker, job: dict, limit: float) -> None:
     """In the pipeline: run the preflight of ``job`` on ``worker``; PreflightFailed with the
     cause (and the worker's stderr) unless the known-good notebook got full marks."""
     result = worker.run({**job, "preflight": True}, limit)

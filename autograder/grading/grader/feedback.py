@@ -99,7 +99,7 @@ class ClearHiddenTestsAndPaths(Preprocessor):
 
     def _paths(self) -> re.Pattern[str] | None:
         paths = {*self.grader_paths, sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(),
-                 os.path.expanduser("~"), os.getcwd(), str(Path(__file__).resolve().parents[2]),
+                 os.path.expanduser("~"), os.getcwd(), str(Path(__file__).resolve().parents[3]),
                  *site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]}
         forms = {str(Path(p).resolve()) for p in paths if p} | {p.rstrip("/") for p in paths if p}
         forms = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
