@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.grading.protocol.confinement import MEMORY_MB
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
@@ -58,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
     grade.add_argument("--timeout", type=int, default=None,
                        help="seconds a cell may run before it is interrupted (default: 30, from nbgrader_config.py)")
-    grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a grading kernel in MiB")
+    grade.add_argument("--memory-mb", type=int, default=MEMORY_MB,
+                       help="address-space limit of a grading kernel in MiB")
     grade.add_argument("--job-timeout", type=int, default=600,
                        help="seconds one student's lab may take in all before it is stopped (default: 600)")
     grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")

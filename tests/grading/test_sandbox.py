@@ -372,6 +372,7 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     from nbclient import NotebookClient
 
     from autograder.grading.grader import kernelspec, recheck
+    from autograder.grading.grader.jobs import Job
     from autograder.grading.grader.worker import WorkerProcess
 
     marker = tmp_path / "planted-ran.txt"
@@ -381,7 +382,7 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     # the worker, started in a folder holding the package (and with PYTHONPATH), answers a job
     worker = WorkerProcess(planted, str(tmp_path / "jupyter"))
     try:
-        answer = worker.run({"root": str(tmp_path), "lab": "none", "student": "nobody"}, 60)
+        answer = worker.run(Job(str(tmp_path), "none", "nobody"), 60)
     finally:
         worker.close()
     assert "planted" not in str(answer) and not marker.exists(), answer

@@ -127,20 +127,19 @@ def record_zero(db_url: str, course_id: str, student: str, lab: str) -> None:
         gb.db.commit()
 
 
-def zero_failed(db_url: str, course_id: str, student: str, lab: str,
-                passed: Mapping[str, bool]) -> dict[str, bool]:
+def settle(db_url: str, course_id: str, student: str, lab: str,
+           passed: Mapping[str, bool]) -> dict[str, tuple[float, float]]:
     """Score 0 each exercise (grade id) of ``passed`` that the independent check failed.
-    Returns, for each of those, whether its test cell had passed in the notebook."""
-    scored_before = {}
+    Returns, for every one, its points as nbgrader's autograde left them and its max points."""
+    before = {}
     with opened(db_url, course_id) as gb:
         for grade_id, ok in passed.items():
             grade = gb.find_grade(grade_id, lab, lab, student)
-            if ok:
-                continue
-            scored_before[grade_id] = bool(grade.auto_score)
-            grade.auto_score = 0
+            before[grade_id] = (grade.auto_score or 0.0, grade.max_score or 0.0)
+            if not ok:
+                grade.auto_score = 0
         gb.db.commit()
-    return scored_before
+    return before
 
 
 def scores(db_url: str, course_id: str) -> dict[tuple[str, str], tuple[float, float]]:

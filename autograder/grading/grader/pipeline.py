@@ -4,12 +4,12 @@ Each (student, lab) is graded by nbgrader in its own process (autograder.grading
 in a sandboxed kernel (autograder.grading.sandboxed.kernel, .launcher), under a wall-clock limit;
 whatever happens to one submission is reported and the others go on.
 
-``grade`` runs these steps in order: ``_select`` (collect the submissions into submitted/,
-apply --student and --lab), ``gradebook.ensure_labs`` (the gradebook knows every lab), ``_jobs`` (a
-look at each notebook, one job for each that can be graded, its bytes staged in a folder of
-ours that nbgrader reads instead of submitted/), ``_run`` (the jobs on worker
-processes, each result recorded), ``_scores_and_csv`` (0 for what could not be graded, the
-scores read back, grades.csv).
+``grade`` runs the steps of ``STEPS`` in order on one ``Grading``: ``intake`` (collect the
+submissions into submitted/, apply --student and --lab), ``prepare`` (the gradebook knows
+every lab), ``make_jobs`` (a look at each notebook, one job for each that can be graded, its
+bytes staged in a folder of ours that nbgrader reads instead of submitted/), ``grade_each``
+(the jobs on worker processes, each result recorded), ``score`` (0 for what could not be
+graded, the scores read back) and ``export`` (grades.csv). The summary is ``outcomes.summary``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import queue
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,45 +34,16 @@ from autograder.grading.grader import gradebook, kernelspec, nbconfig, preflight
 from autograder.grading.grader.collect import collect, recorded_late, recorded_originals
 from autograder.grading.grader.export import write_csv
 from autograder.grading.grader.files import readable_by_others
-from autograder.grading.grader.ids import printable, safe_id
+from autograder.grading.grader.ids import safe_id
+from autograder.grading.grader.jobs import Job, Result
+from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
 from autograder.grading.grader.screening import after_grading, inspect_submission
 from autograder.grading.grader.staging import stage
 from autograder.grading.grader.worker import WorkerProcess
 from autograder.grading.protocol import boot
+from autograder.grading.protocol.confinement import MEMORY_MB
 
-
-@dataclass
-class Outcome:
-    """The result of one student's lab."""
-
-    student: str
-    lab: str
-    score: float = 0.0
-    max_score: float = 0.0
-    graded: bool = True
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0  # wall clock of its job (autograde and feedback)
-    autograde_seconds: float = 0.0  # nbgrader autograde alone, kernel start included
-    check_seconds: float = 0.0  # the independent check, its sandboxed child included
-    file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
-    late: str = ""  # the LMS's late flag and submission time
-    sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)
-    original_id: str = ""  # the name the student id was made from, when it had to be mapped
-
-    @property
-    def status(self) -> str:
-        if self.file:
-            return "not graded"
-        return "ok" if self.graded and not self.notes else ("check" if self.graded else "FAILED")
-
-
-class Outcomes(list):
-    """The outcomes of a grading, and ``notes`` about no one submission (folders repaired, files
-    others can read, how to read the late column) that the summary shows first."""
-
-    def __init__(self, outcomes=(), notes: list[str] | None = None) -> None:
-        super().__init__(outcomes)
-        self.notes = list(notes or [])
+__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "summary"]
 
 
 @dataclass
@@ -82,7 +53,7 @@ class Options:
     students: list[str] | None = None
     labs: list[str] | None = None
     timeout: int | None = None  # per cell, seconds (default: nbgrader_config.py)
-    memory_mb: int = 4096  # address-space limit of a grading kernel
+    memory_mb: int = MEMORY_MB  # address-space limit of a grading kernel
     job_timeout: int = 600  # wall clock for one student's lab, seconds
     csv_path: Path | None = None  # default: ROOT/grades.csv
     progress: bool = True
@@ -147,11 +118,11 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
 
 
 def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
-          scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[dict]]:
+          scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
     """An outcome for every pair, and a job for each submission that can be graded (the others
     are marked not graded, with the reason, after a look at the notebook)."""
     outcomes: dict[tuple[str, str], Outcome] = {}
-    jobs: list[dict] = []
+    jobs: list[Job] = []
     late = recorded_late(root)
     originals = recorded_originals(root)
     for student, lab in pairs:
@@ -171,51 +142,48 @@ def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: st
         config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
-        jobs.append({"root": str(root), "lab": lab, "student": student, "lock": lock,
-                     "config": config, "jupyter_path": str(scratch / "jupyter"),
-                     "memory_mb": options.memory_mb, "scratch": str(scratch), "sandbox": options.sandbox,
-                     "package": str(options.package or boot.package_dir(root))})
+        jobs.append(Job(str(root), lab, student, config, lock=lock, jupyter_path=str(scratch / "jupyter"),
+                        memory_mb=options.memory_mb, scratch=str(scratch), sandbox=options.sandbox,
+                        package=str(options.package or boot.package_dir(root))))
     return outcomes, jobs
 
 
-def _failure_reason(result: dict) -> str:
-    if "grader_error" in result:
-        return f"GRADER ERROR, not the student's: regrade this submission once it is fixed ({result['grader_error']})"
-    if "crash" in result:
-        return result["crash"]
-    text = result["autograde"]["log"] + result["autograde"]["error"]
+def _failure_reason(result: Result) -> str:
+    if result.grader_error is not None:
+        return f"GRADER ERROR, not the student's: regrade this submission once it is fixed ({result.grader_error})"
+    if result.crash is not None:
+        return result.crash
+    text = result.autograde.log + result.autograde.error if result.autograde else ""
     if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text.lower():
         return "the kernel died (os._exit, a segfault or the memory limit); scored 0"
     last = [line for line in text.strip().splitlines() if line.strip()][-1:] or ["no log"]
     return f"nbgrader autograde failed ({last[0][:160]}; see grading-logs/); scored 0"
 
 
-def _record_result(root: Path, outcome: Outcome, result: dict) -> None:
+def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
     """Write a job's log to grading-logs/ and put its times and notes into its outcome."""
-    outcome.seconds = result.pop("seconds", 0.0)
-    (root / "grading-logs" / f"{outcome.student}--{outcome.lab}.log").write_text(
-        result.get("crash", "") + "".join(part.get("log", "") + part.get("error", "")
-                                          for part in result.values() if isinstance(part, dict)))
-    outcome.autograde_seconds = result.get("autograde", {}).get("seconds", 0.0)
-    outcome.check_seconds = result.get("check_seconds", 0.0)
-    if "crash" in result or "grader_error" in result or not result["autograde"]["success"]:
+    outcome.seconds = result.seconds
+    (root / "grading-logs" / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
+    outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
+    outcome.check_seconds = result.check_seconds
+    if result.failed:
         outcome.graded = False
         outcome.notes.append(_failure_reason(result))
-    elif not result.get("feedback", {}).get("success", False):
+    elif not (result.feedback and result.feedback.success):
         outcome.notes.append("feedback could not be generated")
-    outcome.notes += result.get("notes", [])  # the independent check's disagreements
+    outcome.notes += result.notes  # the independent check's disagreements
     outcome.notes += after_grading(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
 
 
-def _preflight_job(root: Path, jobs: list[dict], options: Options, scratch: Path) -> dict:
+def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path) -> Job:
     """A job for the preflight: the first job's lab, in a kernel of its own."""
-    config = {**jobs[0]["config"], **kernelspec.install(
+    config = {**jobs[0].config, **kernelspec.install(
         scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernelspec.NAME}-preflight",
         enabled=options.sandbox, package=options.package)}
-    return {**jobs[0], "config": config, "student": ""}
+    return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
 
 
-def _run(root: Path, jobs: list[dict], outcomes: dict[tuple[str, str], Outcome], options: Options,
+def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
          scratch: Path) -> None:
     """Grade the known-good notebook (preflight: PreflightFailed if it does not get full marks),
     then run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
@@ -231,7 +199,7 @@ def _run(root: Path, jobs: list[dict], outcomes: dict[tuple[str, str], Outcome],
             every_worker[0].close()
             raise
 
-    def run_job(job: dict) -> dict:
+    def run_job(job: Job) -> Result:
         worker = workers.get()
         try:
             return worker.run(job, options.job_timeout)
@@ -247,30 +215,77 @@ def _run(root: Path, jobs: list[dict], outcomes: dict[tuple[str, str], Outcome],
             for job, future in futures:
                 result = future.result()
                 bar.update(1)
-                _record_result(root, outcomes[(job["student"], job["lab"])], result)
+                _record_result(root, outcomes[(job.student, job.lab)], result)
     finally:
         for worker in every_worker:
             worker.close()
 
 
-def _scores_and_csv(root: Path, outcomes: dict[tuple[str, str], Outcome], db_url: str, course_id: str,
-                    csv_path: Path | None) -> None:
-    """Score 0 what could not be graded, read every score back from the gradebook with the
-    late flags, and write grades.csv (every submission the gradebook holds, not just these)."""
-    for outcome in outcomes.values():
+@dataclass
+class Grading:
+    """What the steps of one grading share: where, with which options, and what each step left."""
+
+    root: Path
+    source: Path
+    options: Options
+    db_url: str
+    scratch: Path
+    lock: str = ""  # the gradebook's lock file ("" for a server database)
+    course_id: str = ""
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # (student, lab) to grade
+    not_graded: Outcomes = field(default_factory=Outcomes)  # files handed in but not graded, and notes
+    outcomes: dict[tuple[str, str], Outcome] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # all the gradebook holds
+    late: dict[tuple[str, str], str] = field(default_factory=dict)
+    originals: dict[str, str] = field(default_factory=dict)
+
+
+def intake(g: Grading) -> None:
+    """Collect the submissions into submitted/, with --student and --lab applied."""
+    g.pairs, g.not_graded = _select(g.root, g.source, g.options)
+
+
+def prepare(g: Grading) -> None:
+    """The gradebook knows the course and every lab to grade."""
+    g.course_id = nbconfig.course_id(g.root)
+    gradebook.ensure_labs(g.root, sorted({lab for _, lab in g.pairs}), g.db_url, g.course_id, g.scratch)
+
+
+def make_jobs(g: Grading) -> None:
+    g.outcomes, g.jobs = _jobs(g.root, g.pairs, g.options, g.db_url, g.lock, g.scratch)
+
+
+def grade_each(g: Grading) -> None:
+    _run(g.root, g.jobs, g.outcomes, g.options, g.scratch)
+
+
+def score(g: Grading) -> None:
+    """Score 0 what could not be graded, then read every score back from the gradebook, with
+    the late flags and original names, into the outcomes."""
+    for outcome in g.outcomes.values():
         if not outcome.graded:
-            gradebook.record_zero(db_url, course_id, outcome.student, outcome.lab)
-    scores = gradebook.scores(db_url, course_id)
-    late = recorded_late(root)
-    originals = recorded_originals(root)
-    for key, outcome in outcomes.items():
-        outcome.score, outcome.max_score = scores.get(key, (0.0, 0.0))
-        outcome.late = late.get(key, "")
-        outcome.original_id = originals.get(outcome.student, "")
-    write_csv(csv_path or root / "grades.csv", scores, late, originals)
+            gradebook.record_zero(g.db_url, g.course_id, outcome.student, outcome.lab)
+    g.scores = gradebook.scores(g.db_url, g.course_id)
+    g.late = recorded_late(g.root)
+    g.originals = recorded_originals(g.root)
+    for key, outcome in g.outcomes.items():
+        outcome.score, outcome.max_score = g.scores.get(key, (0.0, 0.0))
+        outcome.late = g.late.get(key, "")
+        outcome.original_id = g.originals.get(outcome.student, "")
 
 
-def grade(root: Path, source: Path, options: Options | None = None) -> list[Outcome]:
+def export(g: Grading) -> None:
+    """grades.csv: every submission the gradebook holds, not just these."""
+    write_csv(g.options.csv_path or g.root / "grades.csv", g.scores, g.late, g.originals)
+
+
+# The steps of a grading, in order; a new one (a class report) is appended here.
+STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export]
+
+
+def grade(root: Path, source: Path, options: Options | None = None,
+          steps: list[Callable[[Grading], None]] = STEPS) -> list[Outcome]:
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
     root = Path(root).resolve()
@@ -279,41 +294,12 @@ def grade(root: Path, source: Path, options: Options | None = None) -> list[Outc
     if options.sandbox and (problem := sandbox.probe(options.package)):  # refuse rather than run unconfined
         raise sandbox.Unavailable(problem)
     db_url = options.db_url or default_db_url(root)
-    pairs, not_graded = _select(root, Path(source), options)
-    scratch = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
+    g = Grading(root, Path(source), options, db_url, Path(tempfile.mkdtemp(prefix="autograder-grade-")))
     try:
         # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
-        with _scripts_on_path(), gradebook.turns(gradebook.lock_path(scratch, db_url)) as lock:
-            course_id = nbconfig.course_id(root)
-            gradebook.ensure_labs(root, sorted({lab for _, lab in pairs}), db_url, course_id, scratch)
-            outcomes, jobs = _jobs(root, pairs, options, db_url, lock, scratch)
-            _run(root, jobs, outcomes, options, scratch)
-            _scores_and_csv(root, outcomes, db_url, course_id, options.csv_path)
-        return Outcomes([outcomes[key] for key in sorted(outcomes)] + not_graded, not_graded.notes)
+        with _scripts_on_path(), gradebook.turns(gradebook.lock_path(g.scratch, db_url)) as g.lock:
+            for step in steps:
+                step(g)
+        return Outcomes([g.outcomes[key] for key in sorted(g.outcomes)] + g.not_graded, g.not_graded.notes)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def summary(outcomes: list[Outcome]) -> str:
-    """A per-student, per-lab table, then the lines that need an instructor's eyes. Every name
-    and note is shown on one line (``printable``): no file or folder name can forge a line.
-    ``Outcomes.notes`` (about no one submission) come first."""
-    lines = [f"{'student':<20} {'lab':<28} {'score':>9}  status"]
-    graded = [o for o in outcomes if o.student and not o.file]
-    for o in graded:
-        late = f" ({printable(o.late)})" if o.late else ""
-        unconfined = "" if o.sandboxed else " (no sandbox)"
-        lines.append(f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
-                     f"{o.status}{late}{unconfined}")
-    attention = [f"  {printable(note)}" for note in getattr(outcomes, "notes", [])]
-    mapped = {o.student: o.original_id for o in graded if o.original_id and o.original_id != o.student}
-    attention += [f"  {student}: the student id made from the name \"{printable(name)}\" (grades.csv: original_id)"
-                  for student, name in sorted(mapped.items())]
-    attention += [f"  {printable(o.student)} / {printable(o.lab)}: {printable(note)}"
-                  for o in graded for note in o.notes]
-    attention += [f"  not graded: {printable(o.file)}: {printable(note)}"
-                  for o in outcomes if o.file for note in o.notes]
-    lines.append("")
-    lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
-    lines += attention
-    return "\n".join(lines)
+        shutil.rmtree(g.scratch, ignore_errors=True)

@@ -44,11 +44,20 @@ class GraderError(RuntimeError):
 
 @dataclass
 class Verdict:
-    """The independent check's result for one graded test cell."""
+    """The independent check's result for one graded exercise (its test cell)."""
 
     passed: bool
     message: str = ""
     error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
+    exercise: str = ""  # the test cell's grade id
+    points: float = 0.0  # what the exercise scores, once the gradebook is settled
+    max_points: float = 0.0
+    mistake: str = "unnamed"  # the named mistake, once the checks name theirs (issue 28)
+
+    def to_dict(self) -> dict[str, object]:
+        """The verdict as plain JSON values (the raised exception stays here)."""
+        return {"exercise": self.exercise, "passed": self.passed, "points": self.points,
+                "max_points": self.max_points, "message": self.message, "mistake": self.mistake}
 
 
 def test_cells(source: Path) -> dict[str, str]:
@@ -171,11 +180,11 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
             try:
                 with _quiet():
                     exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
-                verdicts[grade_id] = Verdict(True)
+                verdicts[grade_id] = Verdict(True, exercise=grade_id)
             except (wire.WireError, TimeoutError):
                 raise
             except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
-                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err)
+                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id)
             if child.connection.broken:
                 raise wire.PeerGone(child.connection.broken)
     except (wire.WireError, TimeoutError, OSError) as err:
@@ -183,7 +192,7 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
                   if isinstance(err, TimeoutError) or "TimeoutError" in str(err)
                   else f"the submission's process broke off ({err})")
         for grade_id in cells:
-            verdicts.setdefault(grade_id, Verdict(False, reason))
+            verdicts.setdefault(grade_id, Verdict(False, reason, exercise=grade_id))
     finally:
         child.close()
     return verdicts

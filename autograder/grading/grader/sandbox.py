@@ -31,7 +31,7 @@ class Unavailable(RuntimeError):
 
 
 def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits: Limits,
-         env: Mapping[str, str] | None = None, enabled: bool = True, package: Path | None = None) -> list[str]:
+         env: Mapping[str, str] | None = None, enabled: bool = True, package: str | Path | None = None) -> list[str]:
     """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
     ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
     launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's)."""

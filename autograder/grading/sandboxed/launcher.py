@@ -112,7 +112,9 @@ def _environment(scratch: str, extra: list[str]) -> dict[str, str]:
     for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):  # nbgrader sets them while it runs a notebook
         if key in os.environ:
             env[key] = os.environ[key]
-    env.update(item.split("=", 1) for item in extra)
+    for item in extra:
+        key, value = item.split("=", 1)
+        env[key] = value
     return env
 
 
