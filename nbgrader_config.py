@@ -34,21 +34,21 @@ c.Execute.iopub_timeout = 10
 c.Execute.raise_on_iopub_timeout = False
 c.Execute.startup_timeout = 120
 # Megabytes of printed output are cut down before they reach the gradebook and feedback: lines
-# (LimitOutput), then bytes, 2 MiB an output and 16 MiB a notebook (autograder/grading/limits.py).
+# (LimitOutput), then bytes, 2 MiB an output and 16 MiB a notebook (autograder/grading/grader/limits.py).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 100
 c.CapOutputBytes.max_output_bytes = 2 * 2**20
 c.CapOutputBytes.max_notebook_bytes = 16 * 2**20
 # The kernel runs the test cells without their hidden tests (a submission can print every cell
-# its kernel runs): the independent check runs them (autograder/grading/hidden.py).
+# its kernel runs): the independent check runs them (autograder/grading/grader/hidden.py).
 c.Autograde.autograde_preprocessors = [
-    "autograder.grading.hidden.HideHiddenTests",
+    "autograder.grading.grader.hidden.HideHiddenTests",
     "nbgrader.preprocessors.Execute",
-    "autograder.grading.hidden.RestoreHiddenTests",
+    "autograder.grading.grader.hidden.RestoreHiddenTests",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.grading.limits.CapOutputBytes",
+    "autograder.grading.grader.limits.CapOutputBytes",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -56,20 +56,20 @@ c.Autograde.autograde_preprocessors = [
 # A test cell the student edited is restored, and one they deleted is added back and scored.
 c.OverwriteCells.add_missing_cells = True
 
-# --- feedback: no hidden tests, no grader's file paths (autograder/grading/feedback.py) ---
+# --- feedback: no hidden tests, no grader's file paths (autograder/grading/grader/feedback.py) ---
 # nbgrader's feedback renders the autograded notebook, hidden tests and tracebacks included
 # (nbgrader #917): this preprocessor takes them out, keeping each check's message.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.grading.feedback.ClearHiddenTestsAndPaths",
+    "autograder.grading.grader.feedback.ClearHiddenTestsAndPaths",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.ClearHiddenTestsAndPaths.grader_paths = [c.CourseDirectory.root]
 # Every page rendered from a submission, the feedback and Formgrader's view of it (both build an
 # HTMLExporter from this file), runs nothing of it: markdown and outputs are cleaned with nh3
-# first (autograder/grading/sanitize.py). HTMLExporter.sanitize_html alone would not do it:
+# first (autograder/grading/grader/sanitize.py). HTMLExporter.sanitize_html alone would not do it:
 # nbgrader's templates render markdown cells without it.
-c.HTMLExporter.preprocessors = ["autograder.grading.sanitize.SanitizeNotebook"]
+c.HTMLExporter.preprocessors = ["autograder.grading.grader.sanitize.SanitizeNotebook"]
 # --- end of feedback ---
 
 # --- Formgrader in JupyterLab (python -m autograder lab leaves it out for students) ---
@@ -82,8 +82,8 @@ _scripts = os.path.dirname(sys.executable)
 if _scripts not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join([_scripts, os.environ.get("PATH", "")])
 # Formgrader's Autograde buttons would run a submission as the instructor, outside the sandbox:
-# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/formgrader.py).
-from autograder.grading.formgrader import disable_autograde  # noqa: E402
+# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/grader/formgrader.py).
+from autograder.grading.grader.formgrader import disable_autograde  # noqa: E402
 
 disable_autograde()
 # Formgrader's pages load MathJax 2 from a CDN and nbgrader 0.9.6 has no setting to change that

@@ -11,6 +11,20 @@ version is set (pyproject.toml reads it).
 
 __version__ = "0.1.0"
 
-from autograder.version import require  # noqa: E402  (a lab's install cell calls it)
+import sys  # noqa: E402
+
+from autograder.version import mismatch  # noqa: E402
+
+
+def require(version: str, site: str | None = None) -> bool:
+    """Say in one line when the installed course package is not the lab's ``version``.
+
+    Called by every lab's install cell. Returns True when the versions agree. (It lives here,
+    beside ``__version__``, so that ``autograder.version`` never imports the package back.)
+    """
+    message = mismatch(version, __version__, site)
+    if message is not None:
+        print(message, file=sys.stdout)
+    return message is None
 
 __all__ = ["__version__", "require"]

@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder.grading.protocol.confinement import MEMORY_MB
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
@@ -57,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
     grade.add_argument("--timeout", type=int, default=None,
                        help="seconds a cell may run before it is interrupted (default: 30, from nbgrader_config.py)")
-    grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a grading kernel in MiB")
+    grade.add_argument("--memory-mb", type=int, default=MEMORY_MB,
+                       help="address-space limit of a grading kernel in MiB")
     grade.add_argument("--job-timeout", type=int, default=600,
                        help="seconds one student's lab may take in all before it is stopped (default: 600)")
     grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")
@@ -70,11 +73,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
-    """Copy the released labs into ``target`` (course.workspace): new ones copied, changed ones
+    """Copy the released labs into ``target`` (workspace.sync): new ones copied, changed ones
     refreshed with the student's answers and a backup; say what happened."""
-    from autograder.grading import course, workspace
+    from autograder.grading import workspace
 
-    print("\n".join(workspace.describe(course.workspace(root, target, labs), target)))
+    print("\n".join(workspace.describe(workspace.sync(root, target, labs), target)))
 
 
 def _lab(root: Path, args: argparse.Namespace) -> int:
@@ -132,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    from autograder.grading import boot, pipeline, preflight, sandbox
+    from autograder.grading.grader import pipeline, preflight, sandbox
+    from autograder.grading.protocol import boot
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
     if not source.exists():

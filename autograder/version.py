@@ -8,8 +8,6 @@ first the wheel that ``make book`` publishes with the site, then the repository'
 
 from __future__ import annotations
 
-import sys
-
 DISTRIBUTION = "transformer-course"
 REPOSITORY = "https://github.com/transformer-course/transformer-course"
 
@@ -29,17 +27,12 @@ def tag_requirement(version: str) -> str:
     return f"{DISTRIBUTION} @ git+{REPOSITORY}@v{version}"
 
 
-def require(version: str, site: str | None = None) -> bool:
-    """Say in one line when the installed course package is not the lab's ``version``.
-
-    Called by every lab's install cell. Returns True when the versions agree.
-    """
-    from autograder import __version__
-
-    if __version__ == version:
-        return True
+def mismatch(version: str, installed: str, site: str | None = None) -> str | None:
+    """The line that tells a student their installed course package (``installed``) is not
+    the lab's ``version``, and how to fix it; None when they agree (``autograder.require``)."""
+    if installed == version:
+        return None
     source = f'"{DISTRIBUTION} @ {wheel_url(version, site)}"' if site else f'"{tag_requirement(version)}"'
-    print(f"This lab was released with the course package {version}, but {__version__} is installed: "
-          f"run `%pip install {source}` and restart the kernel, or open the lab's current release "
-          f"(`make lab LAB=<lab>` on your own machine).", file=sys.stdout)
-    return False
+    return (f"This lab was released with the course package {version}, but {installed} is installed: "
+            f"run `%pip install {source}` and restart the kernel, or open the lab's current release "
+            f"(`make lab LAB=<lab>` on your own machine).")

@@ -21,7 +21,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import nbformat  # noqa: E402
 
-from autograder.grading import answers, course, pipeline  # noqa: E402
+from autograder.grading import answers, course
+from autograder.grading.grader import pipeline  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = "00-warmup"

@@ -257,7 +257,7 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
 # ----------------------------------------------------------------------------- where the candidate runs
 
 # During grading a candidate may be a handle to the student's answer in the independent
-# check's sandboxed child (autograder.grading.remote). Whether it is
+# check's sandboxed child (grading.protocol.remote). Whether it is
 # (``candidates.is_remote``) is asked here, by ``describe`` and ``beside``, and by the
 # sentinels, which block their targets over there: that question has its own module,
 # which imports neither.

@@ -3,7 +3,7 @@
 A candidate calls them by their public names only (``zero_grad``, ``step``,
 ``get_last_lr``, ``param_groups``, ``encode``, ``decode``, ``eval``...), as it would call
 PyTorch's, and across the independent check's boundary it reaches them by those names too
-(``autograder.grading.remote`` serves public attributes only): keep these interfaces.
+(``autograder.grading.protocol.remote`` serves public attributes only): keep these interfaces.
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
 """Grading the labs with nbgrader, from the command line (``python -m autograder ...``).
 
-Modules:
-    course      the course folder: labs, ``release`` (solutions/ -> notebooks/), ``workspace``
+The packages follow the trust boundary (DESIGN.md, "Trust model of grading"):
+
+    grader      code that never runs a submission: intake, the nbgrader worker, the
+                independent check's grader side, scores, the gradebook, feedback, flags
+    sandboxed   code that runs student code or lives beside it in its process or sandbox:
+                the sandbox launcher, the grading kernel, the independent check's child
+    protocol    what both sides use without executing a submission: the bootstrap that picks
+                the ``autograder`` package, the sandbox's limits, the wire and its proxies
+
+A module of ``grader`` never imports one of ``sandboxed`` (tests/test_architecture.py): it
+starts them by module name, in a sandbox. Beside the three, the course's own tools, which
+grade nothing:
+
+    course      the course folder: its labs and ``release`` (solutions/ -> notebooks/)
     workspace   a student's copy of the labs, updated to a new release with their answers kept
     lab         a student's JupyterLab on that copy (``make lab``), student tools only
-    collect     submissions from a folder or an LMS zip; every other file listed with its reason
-    sandbox     bubblewrap around every execution of student code, with its limits
-    kernel      the grading kernel, sandboxed, on IPC sockets
-    worker      long-lived grading processes (nbgrader imported once), the gradebook behind a lock
-    recheck     the independent check: the test cells again, here, against the sandboxed child
-    child       that child: runs the submission's cells, answers calls
-    remote      handles to objects across the boundary; wire: the plain values that cross it
-    feedback    feedback without hidden tests or the grader's paths
-    inspect     what a submission looks like before grading (invalid JSON, renamed, edited tests)
-    pipeline    ``grade``: collect, autograde in parallel, independent check, feedback, grades.csv
+    answers     a released lab answered from the solutions (the grading tests' submissions)
     sample_lab  the source of the sample lab 00-warmup
 """

@@ -1,4 +1,5 @@
-"""The course folder: its labs, ``release`` (solutions/ -> notebooks/) and ``workspace``."""
+"""The course folder: its labs and ``release`` (solutions/ -> notebooks/); a student's copy of
+the released labs is ``workspace.sync``."""
 
 from __future__ import annotations
 
@@ -6,12 +7,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from autograder.grading.workspace import WorkspaceReport
 
 LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
 
@@ -38,7 +34,7 @@ def labs(root: Path) -> list[str]:
 def tool_env(**extra: str) -> dict[str, str]:
     """The environment for nbgrader subprocesses: this Python's scripts first on PATH
     (nbgrader calls ``alembic`` by name), one thread per kernel, and no PYTHON* variable of the
-    caller's (PYTHONPATH, PYTHONSTARTUP...: what Python imports is chosen by autograder.grading.boot)."""
+    caller's (PYTHONPATH, PYTHONSTARTUP...: what Python imports is chosen by autograder.grading.protocol.boot)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -50,8 +46,8 @@ def tool_env(**extra: str) -> dict[str, str]:
 
 def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in the course root (so its nbgrader_config.py applies), with the
-    course's ``autograder`` (autograder.grading.boot), which its config names."""
-    from autograder.grading import boot
+    course's ``autograder`` (autograder.grading.protocol.boot), which its config names."""
+    from autograder.grading.protocol import boot
 
     proc = subprocess.run(boot.command("nbgrader", *args, package=boot.package_dir(root)), cwd=root, env=tool_env(),
                           capture_output=True, text=True, **kwargs)
@@ -84,12 +80,3 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
         generate(root, name)
         out.append(root / "notebooks" / name)
     return out
-
-
-def workspace(root: Path, target: Path, labs: list[str] | None = None,
-              now: datetime | None = None) -> WorkspaceReport:
-    """Copy notebooks/ into ``target``, keeping the student's work: a lab whose release changed is
-    rebuilt with their answers and a dated backup (autograder.grading.workspace.sync)."""
-    from autograder.grading import workspace as _workspace
-
-    return _workspace.sync(root, target, labs, now)

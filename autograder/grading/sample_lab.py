@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nbformat import NotebookNode
+
 from autograder.authoring import code, lab, md, save, solution, tests
 
 NAME = "00-warmup"
@@ -114,7 +116,7 @@ except NotImplementedError:
 """
 
 
-def build() -> object:
+def build() -> NotebookNode:
     """The warm-up lab as a notebook (with solutions and hidden tests)."""
     return lab(NAME, [
         md("intro", INTRO),

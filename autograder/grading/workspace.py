@@ -148,7 +148,7 @@ def merge(mine: nbformat.NotebookNode, release: nbformat.NotebookNode, update: L
     for cell in release.cells:
         grade_id = _grade_id(cell)
         new = copy.deepcopy(cell)
-        if _is_answer(cell) and grade_id in answers:
+        if _is_answer(cell) and grade_id is not None and grade_id in answers:
             old = answers[grade_id]
             if _untouched(old):
                 update.unanswered.append(grade_id)
@@ -160,7 +160,7 @@ def merge(mine: nbformat.NotebookNode, release: nbformat.NotebookNode, update: L
                 update.carried.append(grade_id)
         cells.append(new)
         cells.extend(own.get(grade_id, []) if grade_id else [])
-    orphans = [g for g in answers if g not in new_answers]
+    orphans = [g for g in answers if g is not None and g not in new_answers]
     if orphans and not at_end:
         at_end.append(_marked(nbformat.v4.new_markdown_cell(
             "## Kept from your earlier copy\n\nThe exercises of the answers below are no longer in this "
@@ -198,8 +198,9 @@ def changes(mine: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list
     return out
 
 
-def _differs(mine: nbformat.NotebookNode, release: nbformat.NotebookNode) -> bool:
+def _differs(mine: nbformat.NotebookNode, release: nbformat.NotebookNode | None) -> bool:
     """Does the release differ from the one a copy (made before the manifest) came from?"""
+    assert release is not None, "the course's own release is not a notebook nbformat can read"
     order = [_grade_id(c) for c in mine.cells if _grade_id(c)]
     metadata = {k: v for k, v in release.metadata.items() if k not in VOLATILE_METADATA}
     return (bool(changes(mine, release)) or order != [_grade_id(c) for c in release.cells if _grade_id(c)]

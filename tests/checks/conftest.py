@@ -1,5 +1,5 @@
 """Every test of a check runs twice: with the candidate here, as in a student's notebook, and
-with the candidate across the independent check's boundary (autograder.grading.remote), as
+with the candidate across the independent check's boundary (autograder.grading.protocol.remote), as
 when an instructor grades. So the catalogues of right and wrong answers also prove that the
 boundary rejects no valid answer and that each mistake is named the same way there."""
 
@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from autograder.checks.core import CheckFailed
-from autograder.grading.child import Child
-from autograder.grading.remote import Connection
+from autograder.grading.protocol.remote import Connection
+from autograder.grading.sandboxed.child import ChildServer
 
 
 def across(check: Callable[..., Any]) -> Callable[..., Any]:
-    """``check`` called with a handle to its candidate, which a Child serves from a thread
+    """``check`` called with a handle to its candidate, which a ChildServer serves from a thread
     over two pipes: the same protocol as the sandboxed child, in one process."""
 
     @functools.wraps(check)
@@ -28,7 +28,7 @@ def across(check: Callable[..., Any]) -> Callable[..., Any]:
         __tracebackhide__ = True
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
-        child = Child(to_child, to_grader)
+        child = ChildServer(to_child, to_grader)
         thread = threading.Thread(target=child.run, daemon=True)
         thread.start()
         grader = Connection(from_child, from_grader, trusting=False, timeout=120)

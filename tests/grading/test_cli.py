@@ -10,7 +10,7 @@ import pytest
 from grading_helpers import LAB, make_course
 
 from autograder import cli
-from autograder.grading import course
+from autograder.grading import course, workspace
 
 
 def test_every_flag_has_help() -> None:
@@ -32,7 +32,7 @@ def test_workspace_copies_once_and_never_overwrites(tmp_path: Path, capsys) -> N
     assert notebook.read_bytes() == (root / "notebooks" / LAB / f"{LAB}.ipynb").read_bytes()
     assert f"{LAB}/{LAB}.ipynb" in capsys.readouterr().out
     notebook.write_text("my answers")
-    report = course.workspace(root, target)
+    report = workspace.sync(root, target)
     assert report.copied == [] and report.kept == [f"{LAB}/{LAB}.ipynb"]
     assert notebook.read_text() == "my answers"
 

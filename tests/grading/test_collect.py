@@ -14,9 +14,9 @@ import pytest
 from grading_helpers import LAB, answered, make_course, released
 
 from autograder import cli
-from autograder.grading import pipeline
-from autograder.grading.collect import collect, parse_name, recorded_late, recorded_originals
-from autograder.grading.ids import safe_id
+from autograder.grading.grader import pipeline
+from autograder.grading.grader.collect import collect, parse_name, recorded_late, recorded_originals
+from autograder.grading.grader.ids import safe_id
 
 
 def _zip(path: Path, members: dict[str, str]) -> Path:

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from grading_helpers import REPO, answered
 
-from autograder.grading import pipeline, sandbox
 from autograder.grading.course import labs
+from autograder.grading.grader import pipeline, sandbox
 
 
 @pytest.mark.slow

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from grading_helpers import LAB, REPO, answered, index_of, submit, with_cell
 
-from autograder.grading import pipeline
-from autograder.grading.feedback import DROPPED, ClearHiddenTestsAndPaths
+from autograder.grading.grader import pipeline
+from autograder.grading.grader.feedback import DROPPED, ClearHiddenTestsAndPaths
 
 TEST_CELL = """from autograder.checks import check_relu
 check_relu(relu)

@@ -24,8 +24,8 @@ from grading_helpers import LAB, make_course, submit
 from test_hostile import feedback_script
 from test_lab_browser import TIMEOUT, TOKEN, Server, _free_port, _start, _stop
 
-from autograder.grading import pipeline, sandbox
-from autograder.grading.formgrader import MESSAGE
+from autograder.grading.grader import pipeline, sandbox
+from autograder.grading.grader.formgrader import MESSAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 STUDENT = "mallory"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import files
-from autograder.grading.files import Refused, close_to_others, read_plain
+from autograder.grading.grader import files
+from autograder.grading.grader.files import Refused, close_to_others, read_plain
 
 
 @pytest.fixture

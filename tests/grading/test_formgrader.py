@@ -10,7 +10,7 @@ import sys
 
 from grading_helpers import REPO
 
-from autograder.grading.formgrader import HANDLERS, MESSAGE
+from autograder.grading.grader.formgrader import HANDLERS, MESSAGE
 
 
 def test_reading_the_config_in_a_server_turns_autograde_into_a_pointer() -> None:

@@ -21,9 +21,9 @@ import pytest
 from grading_helpers import LAB, processes_with
 from hostile_class import ESCAPED, PLANTED
 
-from autograder.grading import pipeline, sandbox
-from autograder.grading.feedback import clear_hidden
-from autograder.grading.ids import safe_id
+from autograder.grading.grader import pipeline, sandbox
+from autograder.grading.grader.feedback import clear_hidden
+from autograder.grading.grader.ids import safe_id
 
 
 def runnable(page: str) -> list[str]:
@@ -52,7 +52,7 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
     port = listener.getsockname()[1]
-    package = Path(pipeline.__file__).parents[1]
+    package = Path(pipeline.__file__).parents[2]
     package_files = _files(package)
     cases = hostile_class.cases(course, home, port, package)
     inbox = tmp_path / "inbox"

@@ -14,7 +14,8 @@ import nbformat
 import pytest
 from grading_helpers import REPO, index_of, released
 
-from autograder.grading import answers, pipeline, sandbox
+from autograder.grading import answers
+from autograder.grading.grader import pipeline, sandbox
 
 LAB = "09-tokens-in-tokens-out"
 

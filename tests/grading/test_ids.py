@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import pipeline
-from autograder.grading.ids import csv_cell, is_safe, printable, safe_id
+from autograder.grading.grader import export, pipeline
+from autograder.grading.grader.ids import csv_cell, is_safe, printable, safe_id
 
 HANGUL = "김민수"
 ELODIE = "Élodie Durand"
@@ -71,7 +71,7 @@ def test_grades_csv_keeps_the_original_name_and_no_formula(tmp_path: Path) -> No
     formula, newline = safe_id("=1+1"), safe_id("names\nnewline")
     scores = {(formula, "00-warmup"): (0.0, 5.0), (newline, "00-warmup"): (0.0, 5.0), ("ada", "00-warmup"): (5, 5)}
     path = tmp_path / "grades.csv"
-    pipeline.write_csv(path, scores, {("ada", "00-warmup"): "LATE"}, {formula: "=1+1", newline: "names\nnewline"})
+    export.write_csv(path, scores, {("ada", "00-warmup"): "LATE"}, {formula: "=1+1", newline: "names\nnewline"})
     rows = list(csv.reader(path.open()))
     assert rows[0] == ["student_id", "lab", "score", "max_score", "late", "original_id"]
     assert {r[0]: r[5] for r in rows[1:]} == {"ada": "ada", formula: "'=1+1", newline: "names\\nnewline"}

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from grading_helpers import LAB, REPO, answered, index_of, submit, with_cell
 
-from autograder.grading.inspect import inspect_submission
+from autograder.grading.grader.screening import inspect_submission
 
 RELEASE = REPO / "notebooks" / LAB / f"{LAB}.ipynb"
 

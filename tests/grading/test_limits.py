@@ -6,8 +6,8 @@ from __future__ import annotations
 import nbformat
 from grading_helpers import REPO
 
-from autograder.grading.limits import CapOutputBytes, MiB, size
-from autograder.grading.worker import load_config
+from autograder.grading.grader.limits import CapOutputBytes, MiB, size
+from autograder.grading.grader.nbconfig import load_config
 
 
 def _cell(*outputs: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import LAB, answered, make_course, released, submit
 
-from autograder.grading import pipeline
+from autograder.grading.grader import pipeline
 
 
 def _inbox(folder: Path) -> Path:

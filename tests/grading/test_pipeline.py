@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from grading_helpers import LAB, REPO, answered, make_course, released, with_cell
 
-from autograder.grading import pipeline, sandbox
+from autograder.grading.grader import pipeline, sandbox
 
 needs_sandbox = pytest.mark.skipif(sandbox.probe() is not None, reason="the sandbox does not work here")
 
@@ -77,11 +77,11 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     """When the course's own autograder cannot start the independent check's child (here its
     child module fails on import), does grading stop before any student with that cause, instead
     of giving every student 0?"""
-    from autograder.grading import preflight
+    from autograder.grading.grader import preflight
 
     root = make_course(tmp_path / "course")
     shutil.copytree(REPO / "autograder", root / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    child = root / "autograder" / "grading" / "child.py"
+    child = root / "autograder" / "grading" / "sandboxed" / "child.py"
     future = "from __future__ import annotations\n"  # must stay first: the failure goes right after it
     child.write_text(child.read_text().replace(future, future + 'raise ImportError("BROKEN-CHILD-0451")\n', 1))
     assert "BROKEN-CHILD-0451" in child.read_text()
@@ -96,7 +96,7 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
 def test_the_exchanges_claimed_time_travels_on_only_when_it_is_a_time(tmp_path: Path) -> None:
     """nbgrader's exchange hands feedback back by the time in timestamp.txt: is a plain time kept, and
     anything else (a link, text around a time, a missing file) dropped?"""
-    from autograder.grading.pipeline import _claimed_time
+    from autograder.grading.grader.staging import _claimed_time
 
     (tmp_path / "good").write_text("2026-11-25 15:25:30.829563 UTC\n")
     (tmp_path / "odd").write_text("2026-11-25 15:25:30 =HYPERLINK()\n")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import answered, make_course, released, submit
 
-from autograder.grading import pipeline
+from autograder.grading.grader import pipeline
 
 
 def _pg_bin() -> Path | None:

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from grading_helpers import LAB, REPO, answered, index_of, released, with_cell
 
-from autograder.grading import recheck
 from autograder.grading.course import labs
+from autograder.grading.grader import recheck
 
 ENV = dict(os.environ, NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg", OMP_NUM_THREADS="1")
 SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"

@@ -12,16 +12,16 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from autograder.grading.child import Child
-from autograder.grading.remote import Connection, RemoteModule
+from autograder.grading.protocol.remote import Connection, RemoteModule
+from autograder.grading.sandboxed.child import ChildServer
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[Connection, Child]]:
-    """A grader connection and a Child serving from a thread, over two pipes."""
+def pair() -> Iterator[tuple[Connection, ChildServer]]:
+    """A grader connection and a ChildServer serving from a thread, over two pipes."""
     to_child, from_grader = os.pipe()
     from_child, to_grader = os.pipe()
-    child = Child(to_child, to_grader)
+    child = ChildServer(to_child, to_grader)
     thread = threading.Thread(target=child.run, daemon=True)
     thread.start()
     yield Connection(from_child, from_grader, trusting=False, timeout=30), child

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from grading_helpers import LAB, answered, index_of, released, submit, with_cell
 
-from autograder.grading import pipeline
+from autograder.grading.grader import pipeline
 
 HARD_CODED_RELU = '''
 import torch

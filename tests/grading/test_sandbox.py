@@ -1,5 +1,5 @@
 """The sandbox every submission runs in: each attack is a small script run directly through
-the launcher (autograder.grading.sandbox), then the grading pipeline with and without it."""
+the launcher (autograder.grading.grader.sandbox), then the grading pipeline with and without it."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import nbformat
 import pytest
 from grading_helpers import LAB, REPO, answered, processes_with, submit, with_cell
 
-from autograder.grading import pipeline, sandbox
-from autograder.grading.sandbox import Limits
+from autograder.grading.grader import pipeline, sandbox
+from autograder.grading.grader.sandbox import Limits
 
 PROBLEM = sandbox.probe()
 needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=f"the sandbox does not work here: {PROBLEM}")
@@ -371,8 +371,9 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     independent check's child all import the real package, never the planted one?"""
     from nbclient import NotebookClient
 
-    from autograder.grading import kernel, recheck
-    from autograder.grading.worker import WorkerProcess
+    from autograder.grading.grader import kernelspec, recheck
+    from autograder.grading.grader.jobs import Job
+    from autograder.grading.grader.worker import WorkerProcess
 
     marker = tmp_path / "planted-ran.txt"
     planted = _planted(tmp_path / "notebook-folder", marker)
@@ -381,7 +382,7 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     # the worker, started in a folder holding the package (and with PYTHONPATH), answers a job
     worker = WorkerProcess(planted, str(tmp_path / "jupyter"))
     try:
-        answer = worker.run({"root": str(tmp_path), "lab": "none", "student": "nobody"}, 60)
+        answer = worker.run(Job(str(tmp_path), "none", "nobody"), 60)
     finally:
         worker.close()
     assert "planted" not in str(answer) and not marker.exists(), answer
@@ -390,7 +391,7 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
                               capture_output=True, text=True, timeout=60)
     assert launched.returncode == 0 and not marker.exists(), launched.stderr
     # a kernel started by jupyter_client in the notebook's folder, through our kernelspec
-    config = kernel.install(tmp_path / "jupyter", 2048, tmp_path / "k")
+    config = kernelspec.install(tmp_path / "jupyter", 2048, tmp_path / "k")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     from traitlets.config import Config
 
@@ -400,7 +401,7 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     settings.KernelManager.connection_file = config["KernelManager.connection_file"]
     NotebookClient(nb, kernel_name=config["Execute.kernel_name"], config=settings, timeout=60,
                    resources={"metadata": {"path": str(planted)}}).execute()
-    assert nb.cells[0].outputs[0]["text"].strip() == str(Path(sandbox.__file__).parents[1] / "__init__.py")
+    assert nb.cells[0].outputs[0]["text"].strip() == str(Path(sandbox.__file__).parents[2] / "__init__.py")
     assert not marker.exists()
     # the independent check's child, in and out of the sandbox
     source = REPO / "solutions" / LAB / f"{LAB}.ipynb"
@@ -418,7 +419,7 @@ def test_the_probe_works_from_a_linked_virtual_environment(tmp_path: Path) -> No
     linked = tmp_path / "course" / ".venv"
     linked.symlink_to(Path(sys.prefix).resolve())
     python = linked / "bin" / Path(sys.executable).name
-    code = "from autograder.grading import sandbox; print(repr(sandbox.probe()))"
+    code = "from autograder.grading.grader import sandbox; print(repr(sandbox.probe()))"
     result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120,
                             cwd=tmp_path)
     assert result.stdout.strip() == "None", result.stdout + result.stderr

@@ -13,8 +13,8 @@ from grading_helpers import REPO
 from nbconvert import HTMLExporter
 from nbgrader.server_extensions.formgrader import handlers
 
-from autograder.grading.sanitize import SanitizeNotebook, clean_markdown
-from autograder.grading.worker import load_config
+from autograder.grading.grader.nbconfig import load_config
+from autograder.grading.grader.sanitize import SanitizeNotebook, clean_markdown
 
 MARKDOWN = """## Answer <img src=x onerror="window.ran = 'markdown-onerror'">
 
@@ -107,4 +107,4 @@ def test_config_lists_the_sanitizer_for_every_html_page() -> None:
     """Does nbgrader_config.py put the sanitizer in HTMLExporter.preprocessors, where both the
     feedback's exporter and Formgrader's find it?"""
     config = load_config(Path(REPO), {})
-    assert "autograder.grading.sanitize.SanitizeNotebook" in config.HTMLExporter.preprocessors
+    assert "autograder.grading.grader.sanitize.SanitizeNotebook" in config.HTMLExporter.preprocessors

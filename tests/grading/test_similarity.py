@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import similarity
+from autograder.grading.grader import similarity
 from autograder.reference import bpe
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,11 +16,11 @@ import pytest
 from grading_helpers import LAB, REPO, answered, index_of
 
 from autograder.checks.core import CheckFailed
-from autograder.grading import recheck, verdicts
-from autograder.grading.child import Child
-from autograder.grading.hidden import HideHiddenTests, RestoreHiddenTests
-from autograder.grading.recheck import Verdict
-from autograder.grading.remote import Connection
+from autograder.grading.grader import recheck, verdicts
+from autograder.grading.grader.hidden import HideHiddenTests, RestoreHiddenTests
+from autograder.grading.grader.recheck import Verdict
+from autograder.grading.protocol.remote import Connection
+from autograder.grading.sandboxed.child import ChildServer
 
 SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"
 TEST = recheck.test_cells(SOURCE)["test_relu"]
@@ -31,11 +31,11 @@ MESSAGE = "check_relu failed.\n  checked:  relu(x) (seed 2)\n  expected: tensor(
 
 @pytest.fixture
 def child() -> Iterator[Connection]:
-    """A grader's connection to a Child serving from a thread, over two pipes, that has run
+    """A grader's connection to a ChildServer serving from a thread, over two pipes, that has run
     ``ANSWER`` as its second cell (as the child compiles cells: ``<cell 2>``)."""
     to_child, from_grader = os.pipe()
     from_child, to_grader = os.pipe()
-    serving = Child(to_child, to_grader)
+    serving = ChildServer(to_child, to_grader)
     exec(compile(ANSWER, "<cell 2>", "exec"), serving.namespace)  # noqa: S102 - the test's own code
     thread = threading.Thread(target=serving.run, daemon=True)
     thread.start()
@@ -58,7 +58,7 @@ def test_the_students_frames_cross_from_the_child(child: Connection) -> None:
 
 def test_a_reply_with_forged_frames_keeps_only_their_shape() -> None:
     """Are frames the child sends in another shape dropped, not trusted?"""
-    from autograder.grading.remote import _frames_in
+    from autograder.grading.protocol.remote import _frames_in
 
     assert _frames_in([[1, 2, "f"], ["1", 2, "g"], [1, 2], [True, 2, "h"], "x"]) == [(1, 2, "f")]
     assert _frames_in("not a list") == []

@@ -9,8 +9,8 @@ import struct
 import pytest
 import torch
 
-from autograder.grading import wire
-from autograder.grading.remote import Connection
+from autograder.grading.protocol import wire
+from autograder.grading.protocol.remote import Connection
 
 
 def _round_trip(value, trusting: bool = False):

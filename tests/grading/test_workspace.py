@@ -42,7 +42,7 @@ def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
 
 def _student(root: Path, target: Path, nb: nbformat.NotebookNode | None = None) -> Path:
     """A workspace made from the current release, LAB then holding ``nb`` (default: every answer given)."""
-    course.workspace(root, target)
+    workspace.sync(root, target)
     path = target / LAB / f"{LAB}.ipynb"
     nbformat.write(nb if nb is not None else answered(), str(path))
     return path
@@ -103,7 +103,7 @@ def test_unchanged_lab_is_left_alone(tmp_path: Path, capsys) -> None:
     root, target = make_course(tmp_path / "course"), tmp_path / "work"
     path = _student(root, target)
     before = path.read_bytes()
-    report = course.workspace(root, target)
+    report = workspace.sync(root, target)
     assert report.kept == [f"{LAB}/{LAB}.ipynb"] and report.updated == [] and report.copied == []
     assert path.read_bytes() == before and not (target / "backups").exists()
 
@@ -116,7 +116,7 @@ def test_own_cells_stay_after_the_same_graded_cell(tmp_path: Path) -> None:
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("my title"))
     path = _student(root, target, nb)
     _edit_release(root, lambda r: r.cells.insert(index_of(r, "relu_text"), _locked_markdown("new_text", "A new note.")))
-    update, = course.workspace(root, target, now=NOW).updated
+    update, = workspace.sync(root, target, now=NOW).updated
     mine = nbformat.read(str(path), as_version=4)
     sources = [c.source for c in mine.cells]
     assert sources[0] == "my title"
@@ -149,7 +149,7 @@ def test_answer_to_a_removed_exercise_is_kept_at_the_end(tmp_path: Path, capsys)
     assert mine.cells[-1].metadata["course"] == {"kept_answer": "mean_squared_error"}
     assert "Kept from your earlier copy" in mine.cells[-3].source
     _edit_release(root, _erratum)
-    course.workspace(root, target, now=NOW)
+    workspace.sync(root, target, now=NOW)
     again = nbformat.read(str(path), as_version=4)
     assert [c.source for c in again.cells[-3:]] == [c.source for c in mine.cells[-3:]]
     assert sum(c.source == answer for c in again.cells) == 1
@@ -161,7 +161,7 @@ def test_unanswered_exercise_takes_the_new_stub(tmp_path: Path) -> None:
     path = _student(root, target, answered("relu"))
     _edit_release(root, lambda r: setattr(_cell(r, "mean_squared_error"), "source",
                                           _cell(r, "mean_squared_error").source + "\n# hint: use .mean()"))
-    update, = course.workspace(root, target, now=NOW).updated
+    update, = workspace.sync(root, target, now=NOW).updated
     mine = nbformat.read(str(path), as_version=4)
     assert _cell(mine, "mean_squared_error").source.endswith("# hint: use .mean()")
     assert update.carried == ["relu"] and update.unanswered == ["mean_squared_error"]
@@ -182,7 +182,7 @@ def test_only_the_named_lab_is_refreshed(tmp_path: Path, capsys) -> None:
     assert (target / LAB / f"{LAB}.ipynb").read_bytes() == mine and other.read_bytes() != other_before
     assert [p.name.split(".")[0] for p in (target / "backups").iterdir()] == [OTHER]
     with pytest.raises(course.UnknownLab, match=f"99-nothing.*{LAB}, {OTHER}"):  # not SystemExit: a library call
-        course.workspace(root, target, ["99-nothing"])
+        workspace.sync(root, target, ["99-nothing"])
     assert cli.main(["--course", str(root), "workspace", str(target), "--lab", "99-nothing"]) == 2
     assert f"99-nothing (labs: {LAB}, {OTHER})" in capsys.readouterr().err
 
@@ -199,9 +199,9 @@ def test_second_run_makes_no_second_backup(tmp_path: Path) -> None:
     root, target = make_course(tmp_path / "course"), tmp_path / "work"
     path = _student(root, target)
     _edit_release(root, _changed_test)
-    assert len(course.workspace(root, target).updated) == 1
+    assert len(workspace.sync(root, target).updated) == 1
     after = path.read_bytes()
-    report = course.workspace(root, target)
+    report = workspace.sync(root, target)
     assert report.updated == [] and report.kept == [f"{LAB}/{LAB}.ipynb"]
     assert path.read_bytes() == after and len(list((target / "backups").iterdir())) == 1
 
@@ -214,7 +214,7 @@ def test_backup_never_overwrites_a_backup(tmp_path: Path) -> None:
     for edit in (_erratum, _changed_test):
         firsts.append(path.read_bytes())
         _edit_release(root, edit)
-        course.workspace(root, target, now=NOW)
+        workspace.sync(root, target, now=NOW)
     backups = sorted((target / "backups").iterdir())
     assert [p.name for p in backups] == [f"{LAB}.2026-11-23T1204-2.ipynb", f"{LAB}.2026-11-23T1204.ipynb"]
     assert [backups[1].read_bytes(), backups[0].read_bytes()] == firsts
@@ -227,12 +227,12 @@ def test_copy_made_before_the_manifest(tmp_path: Path) -> None:
     path = _student(root, target)
     (target / workspace.MANIFEST).unlink()
     before = path.read_bytes()
-    assert course.workspace(root, target).kept == [f"{LAB}/{LAB}.ipynb"] and path.read_bytes() == before
+    assert workspace.sync(root, target).kept == [f"{LAB}/{LAB}.ipynb"] and path.read_bytes() == before
     assert json.loads((target / workspace.MANIFEST).read_text()) == {
         f"{LAB}/{LAB}.ipynb": workspace._sha256(_release_path(root))}
     (target / workspace.MANIFEST).unlink()
     _edit_release(root, _erratum)
-    update, = course.workspace(root, target).updated
+    update, = workspace.sync(root, target).updated
     assert update.carried == list(ANSWERS) and update.changed == ["relu_text (text changed)"]
 
 
@@ -241,7 +241,7 @@ def test_deleted_lab_is_copied_again(tmp_path: Path) -> None:
     root, target = make_course(tmp_path / "course"), tmp_path / "work"
     _student(root, target)
     shutil.rmtree(target / LAB)
-    assert course.workspace(root, target).copied == [f"{LAB}/{LAB}.ipynb"]
+    assert workspace.sync(root, target).copied == [f"{LAB}/{LAB}.ipynb"]
     assert (target / LAB / f"{LAB}.ipynb").read_bytes() == _release_path(root).read_bytes()
 
 
@@ -251,6 +251,6 @@ def test_unreadable_copy_is_backed_up(tmp_path: Path) -> None:
     path = _student(root, target)
     path.write_text("my answers")
     _edit_release(root, _erratum)
-    update, = course.workspace(root, target).updated
+    update, = workspace.sync(root, target).updated
     assert update.unreadable and update.backup.read_text() == "my answers"
     assert path.read_bytes() == _release_path(root).read_bytes()

@@ -41,7 +41,7 @@ import nbformat
 import pytest
 from hub_client import HubUser
 
-from autograder.grading import verdicts
+from autograder.grading.grader import verdicts
 
 pytestmark = [pytest.mark.slow, pytest.mark.hub]
 

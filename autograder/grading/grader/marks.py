@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.files import Refused, read_plain
+from autograder.grading.grader.files import Refused, read_plain
 
 NAME = ".intake.json"
 

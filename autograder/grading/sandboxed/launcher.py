@@ -1,9 +1,8 @@
-"""Run student code in a bubblewrap sandbox (DESIGN.md, "Trust model of grading").
-
-``wrap(argv, scratch=..., limits=...)`` returns the command line that runs ``argv``
-sandboxed: ``python -m autograder.grading.sandbox OPTIONS -- ARGV``. That launcher is trusted
-code, run outside the sandbox; it clears the environment, sets the resource limits and starts
-``bwrap`` with:
+"""The sandbox launcher: ``python -m autograder.grading.sandboxed.launcher OPTIONS -- ARGV``
+(the command line that ``grader.sandbox.wrap`` builds) runs ``ARGV`` in bubblewrap (DESIGN.md,
+"Trust model of grading"). The launcher itself is trusted code, run outside the sandbox but
+as the parent of what it starts (so it sits with the sandboxed side); it clears the
+environment, sets the resource limits and starts ``bwrap`` with:
 
 - the system (/usr, /etc without its secrets), the virtual environment, the Python it was
   made from and the ``autograder`` package read-only; nothing else of the host: not the
@@ -26,7 +25,7 @@ Descriptors: the sandbox gets /dev/null as standard input and one pipe as standa
 error, read by this launcher, which passes on the first ``OUTPUT_CAP`` bytes to its own
 standard error and drops the rest; so nothing a student prints reaches a file or pipe of the
 grader's, and printing can cost no one but the one who prints. The launcher starts through
-``autograder.grading.boot`` in ``/``, with the package that module chose, and the sandbox
+``autograder.grading.protocol.boot`` in ``/``, with the package that module chose, and the sandbox
 mounts exactly that package.
 """
 
@@ -40,37 +39,14 @@ import resource
 import select
 import shutil
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from autograder.grading import boot
+from autograder.grading.protocol import boot
+from autograder.grading.protocol.confinement import FIXES, OUTPUT_CAP, Limits
 
 UID_BASE = 1_000_000_000  # as root: the sandbox's uid is this plus the launcher's pid, unique while it runs
 MAX_ENTRIES = 10_000  # files and folders the rw folders may hold (the watchdog's walk stays short)
-OUTPUT_CAP = 64 * 1024  # bytes of the sandbox's stdout and stderr passed on (enough for a traceback at start)
-
-FIXES = """\
-Fixes:
-- Ubuntu 23.10+ and Debian 13 restrict unprivileged user namespaces with AppArmor ("setting
-  up uid map: Permission denied", "loopback: Failed RTM_NEWADDR"). Either load AppArmor's
-  bwrap-userns-restrict profile (shipped and loaded by the apparmor package from Ubuntu 25.04;
-  on 24.04 it comes with apparmor-profiles):
-      sudo apt-get install apparmor-profiles
-      sudo ln -s /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/
-      sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict
-  or allow them for everyone: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0
-- Inside a container (Docker, Podman) namespaces are often refused: grade on the host, or run
-  the container with user namespaces allowed (--security-opt seccomp=unconfined
-  --security-opt apparmor=unconfined).
-- bubblewrap missing: sudo apt-get install bubblewrap (Fedora: dnf install bubblewrap).
-- For a class whose code you trust, `python -m autograder grade --no-sandbox` grades without
-  it (the summary says so on every line)."""
 
 # Runs first inside the sandbox (as root: still uid 0 there): switch to the sandbox's uid,
 # then limit processes, in the sandbox's user namespace when it has one, so that the limit
@@ -86,91 +62,6 @@ resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 os.execvp(sys.argv[3], sys.argv[3:])
 """
 
-
-class Unavailable(RuntimeError):
-    """bubblewrap is missing or cannot create its namespaces here (the message says how to fix it)."""
-
-
-@dataclass
-class Limits:
-    """What one sandboxed command may use."""
-
-    memory_mb: int = 4096  # address space of each process (RLIMIT_AS)
-    cpu_seconds: int = 900  # CPU time of each process (RLIMIT_CPU)
-    processes: int = 64  # processes and threads of the sandbox together (RLIMIT_NPROC)
-    file_mb: int = 256  # largest file it may write (RLIMIT_FSIZE)
-    scratch_mb: int = 512  # its scratch folder in all, and its rw folders in all
-
-
-def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits: Limits,
-         env: Mapping[str, str] | None = None, enabled: bool = True, package: Path | None = None) -> list[str]:
-    """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
-    ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
-    launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's)."""
-    out = [*boot.command("autograder.grading.sandbox", package=package), "--scratch", str(scratch),
-           "--memory-mb", str(limits.memory_mb), "--cpu-seconds", str(limits.cpu_seconds),
-           "--processes", str(limits.processes), "--file-mb", str(limits.file_mb),
-           "--scratch-mb", str(limits.scratch_mb)]
-    for path in rw:
-        out += ["--rw", str(path)]
-    for key, value in (env or {}).items():
-        out += ["--env", f"{key}={value}"]
-    if not enabled:
-        out.append("--no-sandbox")
-    return [*out, "--", *argv]
-
-
-class Tail:
-    """The last ``keep`` bytes a pipe carried, read by a thread of its own so that the writer
-    never blocks; ``text()`` once the writer is gone (or at any time)."""
-
-    def __init__(self, fd: int, keep: int = OUTPUT_CAP) -> None:
-        self.fd, self.keep, self.data, self.total = fd, keep, b"", 0
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        with contextlib.suppress(OSError):
-            while chunk := os.read(self.fd, 1 << 16):
-                self.total += len(chunk)
-                self.data = (self.data + chunk)[-self.keep:]
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-    def text(self, wait: float = 0.0) -> str:
-        """What was kept, decoded; ``wait``: seconds to wait for the writer's end first."""
-        self.thread.join(wait)
-        return self.data.decode(errors="replace").strip()
-
-
-def probe(package: Path | None = None) -> str | None:
-    """None when the sandbox works on this machine and runs this Python with ``package``'s
-    ``autograder`` (default: this process's), else the error and how to fix it."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed, and grading runs every submission in its sandbox.\n" + FIXES
-    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
-        try:
-            bare = subprocess.run(wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits(), package=package),
-                                  capture_output=True, text=True, timeout=60, cwd="/")
-            if bare.returncode == 0:  # namespaces work: now our Python and package, as a kernel runs them
-                ours = wrap(boot.command("autograder.grading.sandbox", "--help", package=package),
-                            scratch=Path(tmp) / "scratch", limits=Limits(), package=package)
-                run = subprocess.run(ours, capture_output=True, text=True, timeout=60, cwd="/")
-        except subprocess.TimeoutExpired:
-            return "the bubblewrap sandbox did not start within 60 s.\n" + FIXES
-    if bare.returncode != 0:
-        said = bare.stderr.strip() or f"exit status {bare.returncode}"
-        return f"the bubblewrap sandbox does not work here:\n    {said}\n{FIXES}"
-    if run.returncode == 0:
-        return None
-    said = run.stderr.strip()[-2000:] or f"exit status {run.returncode}"
-    return (f"the sandbox starts, but this Python ({boot.python()}) or the autograder package "
-            f"({package or boot.running()}) does not run inside it:\n    {said}\n"
-            "Each folder they need must be a real folder or a link to one that the sandbox can mount "
-            "(a virtual environment, the Python it was made from, the package).")
-
-
-# ----------------------------------------------------------------------------- the launcher
 
 def _read_only_paths() -> list[str]:
     """The virtual environment, the Python it was made from, and the autograder package
@@ -221,7 +112,9 @@ def _environment(scratch: str, extra: list[str]) -> dict[str, str]:
     for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):  # nbgrader sets them while it runs a notebook
         if key in os.environ:
             env[key] = os.environ[key]
-    env.update(item.split("=", 1) for item in extra)
+    for item in extra:
+        key, value = item.split("=", 1)
+        env[key] = value
     return env
 
 
@@ -336,7 +229,7 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.grading.sandbox",
+    parser = argparse.ArgumentParser(prog="python -m autograder.grading.sandboxed.launcher",
                                      description="Run a command in the grading sandbox (see the module's docstring).")
     parser.add_argument("--scratch", required=True, help="the command's working folder (a tmpfs in the sandbox)")
     parser.add_argument("--rw", action="append", default=[], help="a host folder it may write (repeatable)")

@@ -8,7 +8,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from autograder.grading.ids import nfc
+from autograder.grading.grader.ids import nfc
 
 _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[-T ](\d\d)[-:]?(\d\d)[-:]?(\d\d)")
 _MOODLE = re.compile(r"^(?P<student>.+?)_\d+_assign(?:submission|feedback)_", re.IGNORECASE)

@@ -5,7 +5,7 @@ The grader (this process) takes each graded test cell from the *source* notebook
 tests included, and runs it here with the check functions of its own, pristine
 ``autograder.checks``; the names the test cell checks (``softmax``, ``MultiHeadAttention``)
 are handles to what the submission's code cells defined in a sandboxed child
-(``autograder.grading.child``). The child only answers calls: tensors and plain values
+(``autograder.grading.sandboxed.child``). The child only answers calls: tensors and plain values
 cross, live objects never do. So a submission that patches torch, plants a module, fakes
 ``autograder.checks`` or rewrites its test cells changes only its own process, where
 nothing is decided.
@@ -30,9 +30,9 @@ from typing import Any
 
 import nbformat
 
-from autograder.grading import boot, wire
-from autograder.grading.remote import Connection
-from autograder.grading.sandbox import Tail
+from autograder.grading.grader.sandbox import Tail
+from autograder.grading.protocol import boot, wire
+from autograder.grading.protocol.remote import Connection
 
 STARTUP_TIMEOUT = 180.0  # seconds a child may take to start (torch's import on a busy machine)
 
@@ -44,11 +44,20 @@ class GraderError(RuntimeError):
 
 @dataclass
 class Verdict:
-    """The independent check's result for one graded test cell."""
+    """The independent check's result for one graded exercise (its test cell)."""
 
     passed: bool
     message: str = ""
     error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
+    exercise: str = ""  # the test cell's grade id
+    points: float = 0.0  # what the exercise scores, once the gradebook is settled
+    max_points: float = 0.0
+    mistake: str = "unnamed"  # the named mistake, once the checks name theirs (issue 28)
+
+    def to_dict(self) -> dict[str, object]:
+        """The verdict as plain JSON values (the raised exception stays here)."""
+        return {"exercise": self.exercise, "passed": self.passed, "points": self.points,
+                "max_points": self.max_points, "message": self.message, "mistake": self.mistake}
 
 
 def test_cells(source: Path) -> dict[str, str]:
@@ -90,14 +99,14 @@ def _namespace() -> dict[str, Any]:
     return {"__builtins__": {**vars(builtins), "__import__": guarded_import}, "__name__": "__grader__"}
 
 
-class Child:
+class SandboxedChild:
     """The sandboxed child process and the connection to it. It inherits the two pipes of the
     conversation and a pipe for its stderr (read here, capped), no other descriptor of ours."""
 
     def __init__(self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float) -> None:
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
-        argv = wrap(boot.command("autograder.grading.child", str(to_child), str(to_grader)))
+        argv = wrap(boot.command("autograder.grading.sandboxed.child", str(to_child), str(to_grader)))
         self.proc = subprocess.Popen(argv, pass_fds=(to_child, to_grader), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      env=env, start_new_session=True, cwd="/")
@@ -153,7 +162,7 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
     exercises not yet checked."""
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
-    child = Child(wrap, env, call_timeout)
+    child = SandboxedChild(wrap, env, call_timeout)
     try:
         child.hello()
     except GraderError:
@@ -171,11 +180,11 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
             try:
                 with _quiet():
                     exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
-                verdicts[grade_id] = Verdict(True)
+                verdicts[grade_id] = Verdict(True, exercise=grade_id)
             except (wire.WireError, TimeoutError):
                 raise
             except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
-                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err)
+                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id)
             if child.connection.broken:
                 raise wire.PeerGone(child.connection.broken)
     except (wire.WireError, TimeoutError, OSError) as err:
@@ -183,7 +192,7 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
                   if isinstance(err, TimeoutError) or "TimeoutError" in str(err)
                   else f"the submission's process broke off ({err})")
         for grade_id in cells:
-            verdicts.setdefault(grade_id, Verdict(False, reason))
+            verdicts.setdefault(grade_id, Verdict(False, reason, exercise=grade_id))
     finally:
         child.close()
     return verdicts

@@ -99,13 +99,13 @@ class ClearHiddenTestsAndPaths(Preprocessor):
 
     def _paths(self) -> re.Pattern[str] | None:
         paths = {*self.grader_paths, sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(),
-                 os.path.expanduser("~"), os.getcwd(), str(Path(__file__).resolve().parents[2]),
+                 os.path.expanduser("~"), os.getcwd(), str(Path(__file__).resolve().parents[3]),
                  *site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]}
         forms = {str(Path(p).resolve()) for p in paths if p} | {p.rstrip("/") for p in paths if p}
-        forms = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
-        if not forms:
+        longest_first = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
+        if not longest_first:
             return None
-        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?:/[^\s'\"():,;\x1b<>&]*)?")
+        return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, longest_first)) + r")(?:/[^\s'\"():,;\x1b<>&]*)?")
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         self._pattern = self._paths()

@@ -16,10 +16,17 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from autograder.grading.worker import WorkerProcess
+from autograder.grading.grader.jobs import Job, Result
+
+
+class Worker(Protocol):
+    """What the preflight needs of the pipeline's worker handle (``worker.WorkerProcess``)."""
+
+    def run(self, job: Job, limit: float) -> Result: ...
+
+    def stderr_tail(self, chars: int = 3000) -> str: ...
 
 
 class PreflightFailed(RuntimeError):
@@ -27,20 +34,20 @@ class PreflightFailed(RuntimeError):
     message holds the cause)."""
 
 
-def run(job: dict) -> dict:
-    """In the worker: run ``job['lab']``'s solution notebook in the job's sandboxed kernel, then
-    the independent check on it. ``{"preflight": ""}`` when every graded cell passed both, else
-    ``{"preflight": cause}``."""
+def run(job: Job) -> Result:
+    """In the worker: run ``job.lab``'s solution notebook in the job's sandboxed kernel, then
+    the independent check on it. ``Result(preflight="")`` when every graded cell passed both,
+    else ``Result(preflight=cause)``."""
     import nbformat
     from nbclient import NotebookClient
 
-    from autograder.grading import recheck, sandbox
-    from autograder.grading.worker import load_config
+    from autograder.grading.grader import recheck, sandbox
+    from autograder.grading.grader.nbconfig import load_config
 
-    root, lab = Path(job["root"]), job["lab"]
+    root, lab = Path(job.root), job.lab
     source = root / "solutions" / lab / f"{lab}.ipynb"
-    config = load_config(root, job.get("config", {}))
-    scratch = Path(tempfile.mkdtemp(prefix="preflight-", dir=job.get("scratch")))
+    config = load_config(root, job.config)
+    scratch = Path(tempfile.mkdtemp(prefix="preflight-", dir=job.scratch))
     try:
         nb = nbformat.read(str(source), as_version=4)
         client = NotebookClient(nb, kernel_name=str(config.Execute.kernel_name), config=config,
@@ -50,33 +57,32 @@ def run(job: dict) -> dict:
         try:
             client.execute()
         except Exception as err:  # noqa: BLE001 - any failure is the cause we report
-            return {"preflight": f"the solution notebook of {lab} did not run in the grading kernel: "
-                                 f"{type(err).__name__}: {str(err)[-2000:]}"}
-        limits = sandbox.Limits(memory_mb=job.get("memory_mb", 4096))
+            return Result(preflight=f"the solution notebook of {lab} did not run in the grading kernel: "
+                                    f"{type(err).__name__}: {str(err)[-2000:]}")
+        limits = sandbox.Limits(memory_mb=job.memory_mb)
 
         def wrap(argv: list[str]) -> list[str]:
             return sandbox.wrap(argv, scratch=scratch / "child", limits=limits,
-                                env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.get("sandbox", True),
-                                package=job.get("package"))
+                                env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.sandbox, package=job.package)
         verdicts = recheck.recheck(source, source, wrap=wrap)
         failed = {grade_id: v.message for grade_id, v in verdicts.items() if not v.passed}
         if failed:
-            return {"preflight": f"the independent check failed the solution notebook of {lab}: " + "; ".join(
-                f"{grade_id}: {message[:500]}" for grade_id, message in failed.items())}
-        return {"preflight": ""}
+            return Result(preflight=f"the independent check failed the solution notebook of {lab}: " + "; ".join(
+                f"{grade_id}: {message[:500]}" for grade_id, message in failed.items()))
+        return Result(preflight="")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def check(worker: WorkerProcess, job: dict, limit: float) -> None:
+def check(worker: Worker, job: Job, limit: float) -> None:
     """In the pipeline: run the preflight of ``job`` on ``worker``; PreflightFailed with the
     cause (and the worker's stderr) unless the known-good notebook got full marks."""
-    result = worker.run({**job, "preflight": True}, limit)
-    cause = result.get("crash") or result.get("grader_error") or result.get("preflight")
-    if "preflight" not in result and not cause:
+    result = worker.run(job, limit)
+    cause = result.crash or result.grader_error or result.preflight
+    if result.preflight is None and not cause:
         cause = f"an unexpected answer: {str(result)[:500]}"
     if cause:
         raise PreflightFailed(
-            f"grading stopped before the first student: a known-good notebook (the solution of {job['lab']}) "
+            f"grading stopped before the first student: a known-good notebook (the solution of {job.lab}) "
             f"did not get full marks in the sandbox, so every student would have been scored for the grader's "
             f"fault.\nCause: {cause}\nThe grading process's stderr ended with:\n{worker.stderr_tail() or '(nothing)'}")

@@ -1,7 +1,7 @@
 """The sandboxed child of the independent check: it runs a submission's code cells, then
 answers the grader's calls on what they defined, and nothing else.
 
-Started by ``autograder.grading.recheck`` as ``python -m autograder.grading.child RFD WFD``
+Started by ``autograder.grading.grader.recheck`` as ``python -m autograder.grading.sandboxed.child RFD WFD``
 inside the sandbox, with two pipes on file descriptors RFD (requests in) and WFD (replies
 out). What the student's code prints goes nowhere: standard output and error are closed
 to it, so it cannot disturb the conversation (and whatever it writes on WFD itself is
@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from autograder.grading import wire
-from autograder.grading.remote import Connection
+from autograder.grading.protocol import wire
+from autograder.grading.protocol.remote import Connection
 
 
 class CellTimeout(BaseException):
@@ -71,7 +71,7 @@ def _forbidding(candidate: Any, rules: Any) -> Iterator[None]:
         yield
 
 
-class Child(Connection):
+class ChildServer(Connection):
     """The child's side: loads the cells, serves ``global``, ``getattr`` and ``call``."""
 
     def __init__(self, rfd: int, wfd: int) -> None:
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    Child(rfd, wfd).run()
+    ChildServer(rfd, wfd).run()
 
 
 if __name__ == "__main__":

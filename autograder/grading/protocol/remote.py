@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from autograder.grading import wire
+from autograder.grading.protocol import wire
 
 
 class RemoteError(Exception):

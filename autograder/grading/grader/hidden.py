@@ -18,7 +18,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool, Unicode
 
-from autograder.grading.feedback import clear_hidden
+from autograder.grading.grader.feedback import clear_hidden
 
 KEY = "autograder_hidden_tests"
 

@@ -30,13 +30,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from autograder.grading import marks as class_marks
-from autograder.grading import zipread
-from autograder.grading.files import is_folder
-from autograder.grading.folders import from_folder
-from autograder.grading.ids import nfc
-from autograder.grading.intake import IGNORED, Candidate, Collected, ignored, settle, student_id
-from autograder.grading.lmsnames import member_student, parse_name, why_not
+from autograder.grading.grader import marks as class_marks
+from autograder.grading.grader import zipread
+from autograder.grading.grader.files import is_folder
+from autograder.grading.grader.folders import from_folder
+from autograder.grading.grader.ids import nfc
+from autograder.grading.grader.intake import IGNORED, Candidate, Collected, ignored, settle, student_id
+from autograder.grading.grader.lmsnames import member_student, parse_name, why_not
 
 __all__ = ["IGNORED", "Collected", "collect", "parse_name", "recorded_late", "recorded_originals"]
 

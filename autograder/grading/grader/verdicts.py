@@ -30,8 +30,8 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.grading.feedback import hidden_lines
-from autograder.grading.hidden import is_test_cell
+from autograder.grading.grader.feedback import hidden_lines
+from autograder.grading.grader.hidden import is_test_cell
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 LABEL = re.compile(r"^\s*(checked|expected|found|likely mistake|hint)\s*:", re.IGNORECASE)

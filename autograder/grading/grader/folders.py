@@ -8,10 +8,10 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder.grading import marks as class_marks
-from autograder.grading.files import Refused, close_to_others, read_plain, why_not_plain
-from autograder.grading.ids import nfc, safe_id
-from autograder.grading.intake import (
+from autograder.grading.grader import marks as class_marks
+from autograder.grading.grader.files import Refused, close_to_others, read_plain, why_not_plain
+from autograder.grading.grader.ids import nfc, safe_id
+from autograder.grading.grader.intake import (
     Candidate,
     Collected,
     ignored,
@@ -22,7 +22,7 @@ from autograder.grading.intake import (
     student_id,
     superseded,
 )
-from autograder.grading.lmsnames import Name, parse_name, why_not
+from autograder.grading.grader.lmsnames import Name, parse_name, why_not
 
 CLAIMED = ("timestamp.txt: the time the student's own nbgrader submit wrote (a claim: lateness is "
            "never taken from it), claims ")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading.files import Refused, is_plain, read_plain, why_not_plain
+from autograder.grading.grader.files import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
 # checks' names (bare or as an attribute), setattr on a checks module, or an assignment into

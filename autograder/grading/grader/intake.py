@@ -8,10 +8,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading import marks as class_marks
-from autograder.grading.files import Refused, is_folder, read_plain
-from autograder.grading.ids import nfc, safe_id
-from autograder.grading.lmsnames import Name
+from autograder.grading.grader import marks as class_marks
+from autograder.grading.grader.files import Refused, is_folder, read_plain
+from autograder.grading.grader.ids import nfc, safe_id
+from autograder.grading.grader.lmsnames import Name
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"}
 

@@ -81,7 +81,7 @@ def command(module: str, *args: str, package: str | Path | None = None) -> list[
     """The command line that runs ``python -m module args`` with ``autograder`` from
     ``package`` (default: this process's), immune to the working directory and PYTHONPATH."""
     folder = Path(package).resolve() if package is not None else running()
-    return [python(), "-I", str(folder / "grading" / "boot.py"), str(folder), module, *args]
+    return [python(), "-I", str(folder / "grading" / "protocol" / "boot.py"), str(folder), module, *args]
 
 
 class _Finder(importlib.abc.MetaPathFinder):

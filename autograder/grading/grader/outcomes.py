@@ -1,0 +1,66 @@
+"""What came of each student's lab (``Outcome``), and the summary an instructor reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autograder.grading.grader.ids import printable
+
+
+@dataclass
+class Outcome:
+    """The result of one student's lab."""
+
+    student: str
+    lab: str
+    score: float = 0.0
+    max_score: float = 0.0
+    graded: bool = True
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # wall clock of its job (autograde and feedback)
+    autograde_seconds: float = 0.0  # nbgrader autograde alone, kernel start included
+    check_seconds: float = 0.0  # the independent check, its sandboxed child included
+    file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
+    late: str = ""  # the LMS's late flag and submission time
+    sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)
+    original_id: str = ""  # the name the student id was made from, when it had to be mapped
+
+    @property
+    def status(self) -> str:
+        if self.file:
+            return "not graded"
+        return "ok" if self.graded and not self.notes else ("check" if self.graded else "FAILED")
+
+
+class Outcomes(list):
+    """The outcomes of a grading, and ``notes`` about no one submission (folders repaired, files
+    others can read, how to read the late column) that the summary shows first."""
+
+    def __init__(self, outcomes=(), notes: list[str] | None = None) -> None:
+        super().__init__(outcomes)
+        self.notes = list(notes or [])
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """A per-student, per-lab table, then the lines that need an instructor's eyes. Every name
+    and note is shown on one line (``printable``): no file or folder name can forge a line.
+    ``Outcomes.notes`` (about no one submission) come first."""
+    lines = [f"{'student':<20} {'lab':<28} {'score':>9}  status"]
+    graded = [o for o in outcomes if o.student and not o.file]
+    for o in graded:
+        late = f" ({printable(o.late)})" if o.late else ""
+        unconfined = "" if o.sandboxed else " (no sandbox)"
+        lines.append(f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
+                     f"{o.status}{late}{unconfined}")
+    attention = [f"  {printable(note)}" for note in getattr(outcomes, "notes", [])]
+    mapped = {o.student: o.original_id for o in graded if o.original_id and o.original_id != o.student}
+    attention += [f"  {student}: the student id made from the name \"{printable(name)}\" (grades.csv: original_id)"
+                  for student, name in sorted(mapped.items())]
+    attention += [f"  {printable(o.student)} / {printable(o.lab)}: {printable(note)}"
+                  for o in graded for note in o.notes]
+    attention += [f"  not graded: {printable(o.file)}: {printable(note)}"
+                  for o in outcomes if o.file for note in o.notes]
+    lines.append("")
+    lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
+    lines += attention
+    return "\n".join(lines)

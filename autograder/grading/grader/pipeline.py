@@ -1,0 +1,305 @@
+"""``grade``: collect submissions, autograde every lab in parallel, feedback, grades.csv, summary.
+
+Each (student, lab) is graded by nbgrader in its own process (autograder.grading.grader.worker),
+in a sandboxed kernel (autograder.grading.sandboxed.kernel, .launcher), under a wall-clock limit;
+whatever happens to one submission is reported and the others go on.
+
+``grade`` runs the steps of ``STEPS`` in order on one ``Grading``: ``intake`` (collect the
+submissions into submitted/, apply --student and --lab), ``prepare`` (the gradebook knows
+every lab), ``make_jobs`` (a look at each notebook, one job for each that can be graded, its
+bytes staged in a folder of ours that nbgrader reads instead of submitted/), ``grade_each``
+(the jobs on worker processes, each result recorded), ``score`` (0 for what could not be
+graded, the scores read back) and ``export`` (grades.csv). The summary is ``outcomes.summary``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import queue
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from autograder.grading.course import labs as course_labs
+from autograder.grading.course import tool_env
+from autograder.grading.grader import gradebook, kernelspec, nbconfig, preflight, sandbox
+from autograder.grading.grader.collect import collect, recorded_late, recorded_originals
+from autograder.grading.grader.export import write_csv
+from autograder.grading.grader.files import readable_by_others
+from autograder.grading.grader.ids import safe_id
+from autograder.grading.grader.jobs import Job, Result
+from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
+from autograder.grading.grader.screening import after_grading, inspect_submission
+from autograder.grading.grader.staging import stage
+from autograder.grading.grader.worker import WorkerProcess
+from autograder.grading.protocol import boot
+from autograder.grading.protocol.confinement import MEMORY_MB
+
+__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "summary"]
+
+
+@dataclass
+class Options:
+    jobs: int = 1
+    db_url: str | None = None  # default: the course's gradebook.db (nbgrader_config.py)
+    students: list[str] | None = None
+    labs: list[str] | None = None
+    timeout: int | None = None  # per cell, seconds (default: nbgrader_config.py)
+    memory_mb: int = MEMORY_MB  # address-space limit of a grading kernel
+    job_timeout: int = 600  # wall clock for one student's lab, seconds
+    csv_path: Path | None = None  # default: ROOT/grades.csv
+    progress: bool = True
+    sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
+    package: Path | None = None  # the autograder every grading process imports (default: boot.package_dir)
+
+
+def default_db_url(root: Path) -> str:
+    return "sqlite:///" + str(root / "gradebook.db")
+
+
+class UnknownSelection(ValueError):
+    """A --student or --lab that names nothing there is to grade (the message names what there is)."""
+
+
+def _check_selection(names: list[str] | None, known: list[str], what: str, where: str) -> None:
+    unknown = [n for n in names or [] if n not in known]
+    if unknown:
+        shown = ", ".join(known[:50]) + (f", ... ({len(known)} in all)" if len(known) > 50 else "")
+        raise UnknownSelection(f"no {what} {', '.join(unknown)} {where} ({what}s: {shown or 'none'})")
+
+
+# ----------------------------------------------------------------------------- steps
+
+@contextlib.contextmanager
+def _scripts_on_path() -> Iterator[None]:
+    """This Python's scripts first on PATH while the block runs (nbgrader's Gradebook calls
+    ``alembic`` by name); the caller's PATH is put back afterwards."""
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = tool_env()["PATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
+
+
+def _readable_by_others(root: Path, db_url: str) -> list[str]:
+    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read."""
+    gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
+    return [f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
+            "(see the instructor guide's hub section)"
+            for shown, path in (("solutions/", root / "solutions"), ("the gradebook", gradebook))
+            if path is not None and readable_by_others(path)]
+
+
+def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
+    """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
+    each file that is not graded. A --lab or --student naming nothing there is an error."""
+    known_labs = course_labs(root)
+    _check_selection(options.labs, known_labs, "lab", "in solutions/")
+    collected = collect(root, source, known_labs)
+    students = [safe_id(s) for s in options.students or []]  # the name or its id, in any Unicode form
+    _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
+    pairs = [(s, lab) for s, lab in collected.pairs
+             if (not options.labs or lab in options.labs) and (not students or s in students)]
+    not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
+    notes = collected.notes + _readable_by_others(root, options.db_url or default_db_url(root))
+    return pairs, Outcomes(not_graded, notes)
+
+
+def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
+          scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
+    """An outcome for every pair, and a job for each submission that can be graded (the others
+    are marked not graded, with the reason, after a look at the notebook)."""
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    jobs: list[Job] = []
+    late = recorded_late(root)
+    originals = recorded_originals(root)
+    for student, lab in pairs:
+        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox,
+                                                     original_id=originals.get(student, ""))
+        found = inspect_submission(root / "submitted" / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
+        outcome.notes += found.notes
+        if found.problem:
+            outcome.graded = False
+            outcome.notes.append(found.problem)
+            continue
+        stage(root, scratch / "staged", student, lab, found.data, late.get((student, lab), ""))
+        # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
+        config: dict = {"CourseDirectory.db_url": db_url, **kernelspec.install(
+            scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
+            name=f"{kernelspec.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
+        config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
+        if options.timeout:
+            config["Execute.timeout"] = options.timeout
+        jobs.append(Job(str(root), lab, student, config, lock=lock, jupyter_path=str(scratch / "jupyter"),
+                        memory_mb=options.memory_mb, scratch=str(scratch), sandbox=options.sandbox,
+                        package=str(options.package or boot.package_dir(root))))
+    return outcomes, jobs
+
+
+def _failure_reason(result: Result) -> str:
+    if result.grader_error is not None:
+        return f"GRADER ERROR, not the student's: regrade this submission once it is fixed ({result.grader_error})"
+    if result.crash is not None:
+        return result.crash
+    text = result.autograde.log + result.autograde.error if result.autograde else ""
+    if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text.lower():
+        return "the kernel died (os._exit, a segfault or the memory limit); scored 0"
+    last = [line for line in text.strip().splitlines() if line.strip()][-1:] or ["no log"]
+    return f"nbgrader autograde failed ({last[0][:160]}; see grading-logs/); scored 0"
+
+
+def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
+    """Write a job's log to grading-logs/ and put its times and notes into its outcome."""
+    outcome.seconds = result.seconds
+    (root / "grading-logs" / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
+    outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
+    outcome.check_seconds = result.check_seconds
+    if result.failed:
+        outcome.graded = False
+        outcome.notes.append(_failure_reason(result))
+    elif not (result.feedback and result.feedback.success):
+        outcome.notes.append("feedback could not be generated")
+    outcome.notes += result.notes  # the independent check's disagreements
+    outcome.notes += after_grading(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
+
+
+def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path) -> Job:
+    """A job for the preflight: the first job's lab, in a kernel of its own."""
+    config = {**jobs[0].config, **kernelspec.install(
+        scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernelspec.NAME}-preflight",
+        enabled=options.sandbox, package=options.package)}
+    return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
+
+
+def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
+         scratch: Path) -> None:
+    """Grade the known-good notebook (preflight: PreflightFailed if it does not get full marks),
+    then run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
+    and record every result in its outcome as it comes (in the jobs' order)."""
+    workers: queue.Queue[WorkerProcess] = queue.Queue()
+    for _ in range(max(1, min(options.jobs, len(jobs)))):
+        workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), options.package))
+    every_worker = list(workers.queue)
+    if jobs:
+        try:
+            preflight.check(every_worker[0], _preflight_job(root, jobs, options, scratch), options.job_timeout)
+        except BaseException:
+            every_worker[0].close()
+            raise
+
+    def run_job(job: Job) -> Result:
+        worker = workers.get()
+        try:
+            return worker.run(job, options.job_timeout)
+        finally:
+            workers.put(worker)
+
+    (root / "grading-logs").mkdir(exist_ok=True)
+    try:
+        with ThreadPoolExecutor(max(1, options.jobs)) as pool, \
+                tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
+                     disable=not options.progress or not jobs) as bar:
+            futures = [(job, pool.submit(run_job, job)) for job in jobs]
+            for job, future in futures:
+                result = future.result()
+                bar.update(1)
+                _record_result(root, outcomes[(job.student, job.lab)], result)
+    finally:
+        for worker in every_worker:
+            worker.close()
+
+
+@dataclass
+class Grading:
+    """What the steps of one grading share: where, with which options, and what each step left."""
+
+    root: Path
+    source: Path
+    options: Options
+    db_url: str
+    scratch: Path
+    lock: str = ""  # the gradebook's lock file ("" for a server database)
+    course_id: str = ""
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # (student, lab) to grade
+    not_graded: Outcomes = field(default_factory=Outcomes)  # files handed in but not graded, and notes
+    outcomes: dict[tuple[str, str], Outcome] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # all the gradebook holds
+    late: dict[tuple[str, str], str] = field(default_factory=dict)
+    originals: dict[str, str] = field(default_factory=dict)
+
+
+def intake(g: Grading) -> None:
+    """Collect the submissions into submitted/, with --student and --lab applied."""
+    g.pairs, g.not_graded = _select(g.root, g.source, g.options)
+
+
+def prepare(g: Grading) -> None:
+    """The gradebook knows the course and every lab to grade."""
+    g.course_id = nbconfig.course_id(g.root)
+    gradebook.ensure_labs(g.root, sorted({lab for _, lab in g.pairs}), g.db_url, g.course_id, g.scratch)
+
+
+def make_jobs(g: Grading) -> None:
+    g.outcomes, g.jobs = _jobs(g.root, g.pairs, g.options, g.db_url, g.lock, g.scratch)
+
+
+def grade_each(g: Grading) -> None:
+    _run(g.root, g.jobs, g.outcomes, g.options, g.scratch)
+
+
+def score(g: Grading) -> None:
+    """Score 0 what could not be graded, then read every score back from the gradebook, with
+    the late flags and original names, into the outcomes."""
+    for outcome in g.outcomes.values():
+        if not outcome.graded:
+            gradebook.record_zero(g.db_url, g.course_id, outcome.student, outcome.lab)
+    g.scores = gradebook.scores(g.db_url, g.course_id)
+    g.late = recorded_late(g.root)
+    g.originals = recorded_originals(g.root)
+    for key, outcome in g.outcomes.items():
+        outcome.score, outcome.max_score = g.scores.get(key, (0.0, 0.0))
+        outcome.late = g.late.get(key, "")
+        outcome.original_id = g.originals.get(outcome.student, "")
+
+
+def export(g: Grading) -> None:
+    """grades.csv: every submission the gradebook holds, not just these."""
+    write_csv(g.options.csv_path or g.root / "grades.csv", g.scores, g.late, g.originals)
+
+
+# The steps of a grading, in order; a new one (a class report) is appended here.
+STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export]
+
+
+def grade(root: Path, source: Path, options: Options | None = None,
+          steps: list[Callable[[Grading], None]] = STEPS) -> list[Outcome]:
+    """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
+    writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
+    root = Path(root).resolve()
+    options = options or Options()
+    options = dataclasses.replace(options, package=options.package or boot.package_dir(root))
+    if options.sandbox and (problem := sandbox.probe(options.package)):  # refuse rather than run unconfined
+        raise sandbox.Unavailable(problem)
+    db_url = options.db_url or default_db_url(root)
+    g = Grading(root, Path(source), options, db_url, Path(tempfile.mkdtemp(prefix="autograder-grade-")))
+    try:
+        # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
+        with _scripts_on_path(), gradebook.turns(gradebook.lock_path(g.scratch, db_url)) as g.lock:
+            for step in steps:
+                step(g)
+        return Outcomes([g.outcomes[key] for key in sorted(g.outcomes)] + g.not_graded, g.not_graded.notes)
+    finally:
+        shutil.rmtree(g.scratch, ignore_errors=True)

@@ -1,0 +1,8 @@
+"""What both sides use without executing a submission (DESIGN.md, "Trust model of grading").
+
+    boot         the one ``autograder`` every grading process imports, and the command lines
+                 that start one
+    confinement  a sandbox's limits and output cap, agreed by the grader and the launcher
+    wire         the plain values that cross the boundary (JSON and safetensors, no pickle)
+    remote       handles to objects on the other side, over the wire
+"""

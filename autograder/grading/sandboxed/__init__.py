@@ -1,0 +1,10 @@
+"""The sandboxed side: code that runs student code, or lives in the same process or sandbox as
+it (DESIGN.md, "Trust model of grading"). Nothing here decides a point.
+
+    launcher    ``python -m autograder.grading.sandboxed.launcher``: sets the limits, starts
+                bubblewrap and caps what comes out (trusted, but the parent of what it runs)
+    kernel      the grading kernel (ipykernel), started by the kernelspec in the sandbox
+    child       the independent check's child: runs the submission's cells, answers calls
+
+The grader starts these by module name (``protocol.boot.command``); it never imports them.
+"""

@@ -1,0 +1,25 @@
+"""The grading kernel itself: ipykernel, started in the sandbox by the kernelspec that
+``grader.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
+The sandbox launcher has set its limits already; this module only cuts the descriptors
+student code could otherwise reach."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> None:
+    """Start ipykernel (run inside the sandbox, which has set the limits already)."""
+    # the sandbox launcher gave it /dev/null and a pipe of its own (capped); without the
+    # sandbox (--no-sandbox) these are the worker's: cut them before any student code runs
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    sys.argv = [sys.argv[0], *argv]
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
