@@ -21,7 +21,7 @@ from pathlib import Path
 import chromium
 import pytest
 from grading_helpers import LAB, make_course, submit
-from test_hostile import feedback_script
+from hostile_class import feedback_script
 from test_lab_browser import TIMEOUT, TOKEN, Server, _free_port, _start, _stop
 
 from autograder.grading.grader import pipeline, sandbox
