@@ -59,7 +59,8 @@ def run_recipe(recipe: TrainRecipe, *, resume: Path | None = None, ignored: Coll
     else:  # a resume keeps its device type (a warning says when it cannot)
         device = checkpoint.saved_device(state) if state is not None else best_device()
     device = distributed.setup(device)
-    say: Callable[..., None] = print if distributed.is_main() else _quiet
+    main = distributed.is_main()  # asked now: after training's teardown every process is rank 0
+    say: Callable[..., None] = print if main else _quiet
     if state is not None and ignored:
         say("with --resume the checkpoint's recipe is used; ignored: "
             + ", ".join(f"--{k.replace('_', '-')}" for k in ignored), file=sys.stderr)
@@ -71,7 +72,7 @@ def run_recipe(recipe: TrainRecipe, *, resume: Path | None = None, ignored: Coll
         return 2
     run = _set_up(recipe, state, device, amp_given="amp" in kept, resume=resume)
     seconds = _train(run, say)
-    if distributed.is_main():
+    if main:  # the checkpoint is the first process's to write and to score
         _report(run, seconds, say)
     return 0
 
