@@ -11,7 +11,11 @@ is done in autograder.grading).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from autograder.grading.protocol.confinement import MEMORY_MB
@@ -70,6 +74,23 @@ def _parser() -> argparse.ArgumentParser:
                             "every summary line then says so)")
     _train_parser(sub)
     return parser
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM stops it as Ctrl+C does, so grading
+    kills its workers and kernels before it exits; the previous handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -146,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
                                timeout=args.timeout, memory_mb=args.memory_mb, job_timeout=args.job_timeout,
                                csv_path=args.csv, progress=not args.no_progress, sandbox=not args.no_sandbox)
     try:
-        outcomes = pipeline.grade(root, source, options)
+        with _sigterm_as_interrupt():
+            outcomes = pipeline.grade(root, source, options)
     except (pipeline.UnknownSelection, sandbox.Unavailable, preflight.PreflightFailed) as err:
         print(err, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("grading stopped: the submissions graded so far are in the gradebook; grades.csv was not written",
+              file=sys.stderr)
+        return 130
     print(pipeline.summary(outcomes))
     if warning := boot.mismatch(root):
         print(f"Note on the grader: {warning}")

@@ -192,13 +192,25 @@ def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], 
     for _ in range(max(1, min(options.jobs, len(jobs)))):
         workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), options.package))
     every_worker = list(workers.queue)
-    if jobs:
-        try:
+    try:
+        for worker in every_worker[1:]:  # they start (import nbgrader) while the first checks the grader
+            worker.start()
+        if jobs:
             preflight.check(every_worker[0], _preflight_job(root, jobs, options, scratch), options.job_timeout)
-        except BaseException:
-            every_worker[0].close()
-            raise
+        _grade_jobs(root, jobs, outcomes, options, workers)
+    except BaseException:  # a stop (SIGTERM, Ctrl+C) or a failure: no worker or kernel outlives grading
+        for worker in every_worker:
+            worker.stop()
+        raise
+    finally:
+        for worker in every_worker:
+            worker.close()
 
+
+def _grade_jobs(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
+                workers: queue.Queue[WorkerProcess]) -> None:
+    """Run the jobs on the workers, each job under its wall-clock limit, and record every
+    result in its outcome as it comes (in the jobs' order)."""
     def run_job(job: Job) -> Result:
         worker = workers.get()
         try:
@@ -207,18 +219,17 @@ def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], 
             workers.put(worker)
 
     (root / "grading-logs").mkdir(exist_ok=True)
+    pool = ThreadPoolExecutor(max(1, options.jobs))
     try:
-        with ThreadPoolExecutor(max(1, options.jobs)) as pool, \
-                tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
-                     disable=not options.progress or not jobs) as bar:
+        with tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
+                  disable=not options.progress or not jobs) as bar:
             futures = [(job, pool.submit(run_job, job)) for job in jobs]
             for job, future in futures:
                 result = future.result()
                 bar.update(1)
                 _record_result(root, outcomes[(job.student, job.lab)], result)
-    finally:
-        for worker in every_worker:
-            worker.close()
+    finally:  # on a stop, the jobs not yet started never start (the caller kills those in hand)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass

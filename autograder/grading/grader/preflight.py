@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -34,13 +35,28 @@ class PreflightFailed(RuntimeError):
     message holds the cause)."""
 
 
-def run(job: Job) -> Result:
-    """In the worker: run ``job.lab``'s solution notebook in the job's sandboxed kernel, then
-    the independent check on it. ``Result(preflight="")`` when every graded cell passed both,
-    else ``Result(preflight=cause)``."""
+def _execute(source: Path, config: object, scratch: Path) -> str:
+    """Run the notebook ``source`` in the grading kernel of ``config``: "" when every cell ran,
+    else the error."""
     import nbformat
     from nbclient import NotebookClient
 
+    nb = nbformat.read(str(source), as_version=4)
+    execute = config.Execute  # type: ignore[attr-defined]
+    client = NotebookClient(nb, kernel_name=str(execute.kernel_name), config=config,
+                            timeout=int(execute.timeout or 30), startup_timeout=int(execute.startup_timeout or 60),
+                            resources={"metadata": {"path": str(scratch)}})
+    try:
+        client.execute()
+    except Exception as err:  # noqa: BLE001 - any failure is the cause we report
+        return f"{type(err).__name__}: {str(err)[-2000:]}"
+    return ""
+
+
+def run(job: Job) -> Result:
+    """In the worker: run ``job.lab``'s solution notebook in the job's sandboxed kernel and,
+    at the same time (they share nothing: two sandboxed processes), the independent check on
+    it. ``Result(preflight="")`` when every graded cell passed both, else ``Result(preflight=cause)``."""
     from autograder.grading.grader import recheck, sandbox
     from autograder.grading.grader.nbconfig import load_config
 
@@ -48,23 +64,18 @@ def run(job: Job) -> Result:
     source = root / "solutions" / lab / f"{lab}.ipynb"
     config = load_config(root, job.config)
     scratch = Path(tempfile.mkdtemp(prefix="preflight-", dir=job.scratch))
-    try:
-        nb = nbformat.read(str(source), as_version=4)
-        client = NotebookClient(nb, kernel_name=str(config.Execute.kernel_name), config=config,
-                                timeout=int(config.Execute.timeout or 30),
-                                startup_timeout=int(config.Execute.startup_timeout or 60),
-                                resources={"metadata": {"path": str(scratch)}})
-        try:
-            client.execute()
-        except Exception as err:  # noqa: BLE001 - any failure is the cause we report
-            return Result(preflight=f"the solution notebook of {lab} did not run in the grading kernel: "
-                                    f"{type(err).__name__}: {str(err)[-2000:]}")
-        limits = sandbox.Limits(memory_mb=job.memory_mb)
+    limits = sandbox.Limits(memory_mb=job.memory_mb)
 
-        def wrap(argv: list[str]) -> list[str]:
-            return sandbox.wrap(argv, scratch=scratch / "child", limits=limits,
-                                env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.sandbox, package=job.package)
-        verdicts = recheck.recheck(source, source, wrap=wrap)
+    def wrap(argv: list[str]) -> list[str]:
+        return sandbox.wrap(argv, scratch=scratch / "child", limits=limits,
+                            env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.sandbox, package=job.package)
+    try:
+        with ThreadPoolExecutor(1) as pool:  # the kernel's run beside the check: half the wait on two cores
+            executed = pool.submit(_execute, source, config, scratch)
+            verdicts = recheck.recheck(source, source, wrap=wrap)
+            problem = executed.result()
+        if problem:
+            return Result(preflight=f"the solution notebook of {lab} did not run in the grading kernel: {problem}")
         failed = {grade_id: v.message for grade_id, v in verdicts.items() if not v.passed}
         if failed:
             return Result(preflight=f"the independent check failed the solution notebook of {lab}: " + "; ".join(

@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +60,14 @@ class WorkerProcess:
         self.package = package
         self.stderr: Tail | None = None
         self.started = 0.0  # when the job in hand was sent
+        self.stopped = False  # once stop() is called, no job runs and no process starts
+        self.killing = threading.RLock()  # stop() comes from another thread than the job's
+
+    def start(self) -> None:
+        """Start the process now (it imports nbgrader while others work), not at its first job."""
+        with self.killing:
+            if self.proc is None and not self.stopped:
+                self._start()
 
     def _start(self) -> None:
         self.proc = subprocess.Popen(boot.command("autograder.grading.grader.worker", package=self.package),
@@ -75,16 +84,17 @@ class WorkerProcess:
         return self.stderr.text()[-chars:] if self.stderr else ""
 
     def _kill(self) -> str:
-        if self.proc is not None:
+        """Kill the process and its kernels and children; the end of its stderr."""
+        with self.killing:
+            proc, self.proc = self.proc, None
+            if proc is None:
+                return ""
             # jupyter_client starts each kernel in a session of its own: kill those too
-            for pid in [self.proc.pid, *_children(self.proc.pid)]:
+            for pid in [proc.pid, *_children(proc.pid)]:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
-            self.proc.wait()
-            tail = self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
-            self.proc = None
-            return tail
-        return ""
+            proc.wait()
+            return self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
 
     def run(self, job: Job, limit: float) -> Result:
         """Send ``job`` to the worker process and wait for its result, at most ``limit`` seconds
@@ -95,16 +105,20 @@ class WorkerProcess:
 
     def _exchange(self, job: Job, limit: float) -> Result:
         start = self.started = time.perf_counter()
-        if self.proc is None or self.proc.poll() is not None:
-            self._kill()
-            self._start()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        with self.killing:  # no process starts once stop() was called
+            if self.stopped:
+                return Result(crash="grading was stopped before this submission")
+            if self.proc is None or self.proc.poll() is not None:
+                self._kill()
+                self._start()
+            proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         try:
-            self.proc.stdin.write((job.to_json() + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:
+            proc.stdin.write((job.to_json() + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: stop() closed it meanwhile
             return Result(crash=f"the grading process died: {self._kill()}")
-        fd = self.proc.stdout.fileno()
+        fd = proc.stdout.fileno()
         while b"\n" not in self.buffer:
             remaining = limit - (time.perf_counter() - start)
             if remaining <= 0:
@@ -121,6 +135,13 @@ class WorkerProcess:
         if not text.startswith("AUTOGRADER-RESULT "):
             return Result(crash=f"unexpected output from the grading process: {text[:200]}")
         return Result.from_json(text.split(" ", 1)[1])
+
+    def stop(self) -> None:
+        """Kill the process and its kernels now, whatever job it is on (grading is stopping):
+        the job in hand ends as a crash, and no later job starts it again."""
+        with self.killing:
+            self.stopped = True
+            self._kill()
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None and self.proc.stdin is not None:
