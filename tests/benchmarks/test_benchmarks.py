@@ -115,3 +115,16 @@ def test_benchmark_smoke_run_prints_what_it_promises(name: str, smoke_runs) -> N
 def test_every_promised_benchmark_exists() -> None:
     """Does every benchmark named in PROMISES still exist (a renamed one must be renamed here too)?"""
     assert sorted(set(PROMISES) - set(BENCHMARKS)) == []
+
+
+def test_committed_add_log_shows_the_small_model_on_a_plateau_below_95_percent() -> None:
+    """Does the committed CPU log of the small model on the full addition task (which the
+    appendix renders) show what the page says: a finished run, held-out exact match below 95%,
+    and a loss that stays on a plateau (the last evaluation within 5% of the first)?"""
+    log = (REPO / "benchmarks" / "results" / "add-small-cpu.log").read_text()
+    assert "--task add" in log.splitlines()[0] and log.rstrip().endswith("(exit status 0)")
+    losses = [float(m) for m in re.findall(r"^step +\d+ +loss ([\d.]+)", log, re.MULTILINE)]
+    assert len(losses) >= 4, "too few evaluations to show a plateau"
+    assert abs(losses[-1] - losses[0]) <= 0.05 * losses[0], losses
+    exact = float(re.search(r"held-out test exact match ([\d.]+)%", log).group(1))
+    assert exact < 95.0
