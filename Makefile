@@ -33,8 +33,9 @@ lint: $(STAMP)  ## ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade) and m
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint  ## lint and types, then the whole test suite
-	$(BIN)/python -m pytest
+TEST_WORKERS ?= 2
+test: lint  ## lint and types, then the whole test suite, on TEST_WORKERS processes (default 2; 1 runs it in one)
+	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS))
 
 test-fast: $(STAMP)  ## the test suite without the slow tests
 	$(BIN)/python -m pytest -m "not slow"
