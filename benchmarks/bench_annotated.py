@@ -18,9 +18,9 @@ over seeds 0, 1, 2:
                 factor 1.0 (the warmup of 400 never ends in 400 steps)
     course      the course recipe's clipping of the gradient norm (``TrainRecipe.clip_norm``)
 
-What the copy task fixes (D 64, 2 layers, 400 steps of 80, warmup 400, no smoothing, which
-``TrainRecipe`` shares where it sets them; dropout 0.1 and F 256, as the Annotated run below) is
-the same in every rung.
+What the copy task fixes is the same in every rung: D 64, 2 layers and 400 steps (as in
+``TrainRecipe``), batches of 80, warmup 400, no smoothing, dropout 0.1 and F 256 (as the
+Annotated Transformer's run below).
 
 ``--json`` writes, for each rung and seed, exact match, token accuracy and ms per step (on the
 clock, and of the process's CPU time: with one thread, about what the step costs an idle core),
