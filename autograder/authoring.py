@@ -26,6 +26,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder import __version__
+from autograder import notebook_cells as nbcells
 from autograder.version import DISTRIBUTION, REPOSITORY, wheel_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +82,7 @@ def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | Non
     site = site or course_site()
     nb.metadata[METADATA_KEY] = {"version": version, "site": site}
     first = nb.cells[0]
-    if first.metadata.get("nbgrader", {}).get("grade_id") != "install":
+    if nbcells.grade_id(first) != "install":
         raise ValueError("the first cell of a lab must be its install cell (grade_id 'install')")
     first.source = install_source(version, site)
     return nb
@@ -91,28 +92,19 @@ def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | Non
 FRESH_IMPORT = 'import sys; [sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] == "autograder"]'
 
 
-def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
-          points: float | None = None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-            "solution": solution, "task": False}
-    if points is not None:
-        meta["points"] = points
-    return {"nbgrader": meta}
-
-
 def md(grade_id: str, text: str) -> nbformat.NotebookNode:
     """A read-only markdown cell."""
-    return new_markdown_cell(text.strip("\n"), metadata=_meta(grade_id))
+    return new_markdown_cell(text.strip("\n"), metadata=nbcells.metadata(grade_id))
 
 
 def code(grade_id: str, source: str) -> nbformat.NotebookNode:
     """A read-only code cell (setup, demonstrations, plots from the student's functions)."""
-    return new_code_cell(source.strip("\n"), metadata=_meta(grade_id))
+    return new_code_cell(source.strip("\n"), metadata=nbcells.metadata(grade_id))
 
 
 def free(grade_id: str, source: str) -> nbformat.NotebookNode:
     """An ungraded code cell the student may edit freely (a plot of their own, say)."""
-    return new_code_cell(source.strip("\n"), metadata=_meta(grade_id, locked=False))
+    return new_code_cell(source.strip("\n"), metadata=nbcells.metadata(grade_id, locked=False))
 
 
 def solution(grade_id: str, source: str) -> nbformat.NotebookNode:
@@ -120,7 +112,7 @@ def solution(grade_id: str, source: str) -> nbformat.NotebookNode:
     ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (replaced by ``raise NotImplementedError()``)."""
     if "### BEGIN SOLUTION" not in source:
         raise ValueError(f"solution cell {grade_id!r} has no ### BEGIN SOLUTION marker")
-    return new_code_cell(source.strip("\n"), metadata=_meta(grade_id, solution=True, locked=False))
+    return new_code_cell(source.strip("\n"), metadata=nbcells.metadata(grade_id, solution=True, locked=False))
 
 
 def tests(grade_id: str, points: float, *, imports: str, visible: str, hidden: str) -> nbformat.NotebookNode:
@@ -130,7 +122,7 @@ def tests(grade_id: str, points: float, *, imports: str, visible: str, hidden: s
         imports, visible.strip("\n"), "### BEGIN HIDDEN TESTS", FRESH_IMPORT, imports,
         hidden.strip("\n"), "### END HIDDEN TESTS",
     ])
-    return new_code_cell(source, metadata=_meta(grade_id, grade=True, points=points))
+    return new_code_cell(source, metadata=nbcells.metadata(grade_id, grade=True, points=points))
 
 
 def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
@@ -140,7 +132,7 @@ def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     })
-    total = sum(c.metadata["nbgrader"].get("points", 0) for c in nb.cells)
+    total = sum(nbcells.points(c) for c in nb.cells)
     first_md = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if first_md is None or f"{total:g} points" not in first_md.source:
         raise ValueError(f"lab {name}: the first markdown cell must state the total, '{total:g} points'")
@@ -150,7 +142,7 @@ def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
 def save(nb: nbformat.NotebookNode, path: str | Path) -> None:
     """Validate and write the notebook (cell ids normalised, no outputs)."""
     for cell in nb.cells:
-        cell["id"] = cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
+        cell["id"] = nbcells.own_grade_id(cell).replace("_", "-")
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.validate(nb)

@@ -1,5 +1,6 @@
 """Does the package keep its shape: no import circle, the grader's side apart from the sandboxed
-side (autograder/grading/__init__.py), short modules, no standard-library names, no twin classes?
+side (autograder/grading/__init__.py), short modules and functions, no standard-library names, no
+twin classes, nbgrader's cell metadata read in one module?
 
 Read with ``ast`` alone: no module of ``autograder`` is imported here, so a module that
 would misbehave on import cannot hide its own imports."""
@@ -7,6 +8,7 @@ would misbehave on import cannot hide its own imports."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
 GRADER = "autograder.grading.grader"
 SANDBOXED = "autograder.grading.sandboxed"
 MAX_LINES = 350
+MAX_FUNCTION_LINES = 60  # longer: a "Why long:" line in the docstring, or shown whole by the book
+WHY_LONG = re.compile(r"^\s*Why long:", re.MULTILINE)
+BOOK = PACKAGE.parent / "book"
+CELL_METADATA = "autograder.notebook_cells"  # the one module that reads nbgrader's cell metadata
+NBGRADER_KEY = "nbgrader"
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -152,3 +159,90 @@ def test_no_two_grading_classes_share_a_name() -> None:
     names = Counter(node.name for path in (PACKAGE / "grading").rglob("*.py")
                     for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef))
     assert [name for name, count in names.items() if count > 1] == []
+
+
+
+def _is_key(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value == NBGRADER_KEY
+
+
+def nbgrader_key_uses(tree: ast.AST) -> list[int]:
+    """The lines where ``tree`` reads or writes the ``"nbgrader"`` key of a cell's metadata itself:
+    ``m["nbgrader"]``, ``m.get("nbgrader")`` (or ``pop``, ``setdefault``), ``{"nbgrader": ...}``,
+    ``"nbgrader" in m`` or ``cell.metadata.nbgrader``."""
+    lines = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and _is_key(node.slice)
+                or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "pop", "setdefault") and bool(node.args) and _is_key(node.args[0])
+                or isinstance(node, ast.Dict) and any(_is_key(key) for key in node.keys)
+                or isinstance(node, ast.Compare) and _is_key(node.left)
+                and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+                or isinstance(node, ast.Attribute) and node.attr == NBGRADER_KEY
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "metadata"):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def metadata_readers(root: Path = PACKAGE) -> dict[str, list[int]]:
+    """Module -> the lines where it handles the ``"nbgrader"`` metadata key itself, for every
+    module of the package but CELL_METADATA."""
+    found = {name: nbgrader_key_uses(ast.parse(path.read_text(), str(path))) for name, path in modules(root).items()
+             if name != CELL_METADATA}
+    return {name: lines for name, lines in found.items() if lines}
+
+
+def test_notebook_metadata_is_read_in_one_module() -> None:
+    """Does a module of autograder other than notebook_cells subscript, .get, .pop or write the
+    "nbgrader" key of a cell's metadata (a grade id, a flag, points) itself, rather than asking
+    notebook_cells?"""
+    assert CELL_METADATA in modules()
+    assert metadata_readers() == {}
+
+
+def shown_by_the_book(book: Path = BOOK) -> set[tuple[str, str]]:
+    """(file name, function) for every ``literalinclude`` of the book with a ``:pyobject:``."""
+    shown = set()
+    for page in book.rglob("*.md"):
+        for block in re.findall(r"```\{literalinclude\}\s+(\S+)\n((?::[^\n]*\n)*)", page.read_text()):
+            for name in re.findall(r"^:pyobject:\s*(\S+)", block[1], re.MULTILINE):
+                shown.add((Path(block[0]).name, name.rsplit(".", 1)[-1]))
+    return shown
+
+
+def long_functions(root: Path = PACKAGE, limit: int = MAX_FUNCTION_LINES) -> dict[str, int]:
+    """``module.function`` -> its lines, for every function of the package longer than ``limit``
+    lines that gives no reason (a ``Why long:`` line in its docstring) and that the book does not
+    show whole through ``literalinclude`` (splitting it would change the lecture)."""
+    shown = shown_by_the_book()
+    long = {}
+    for name, path in modules(root).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > limit and not WHY_LONG.search(ast.get_docstring(node) or "") \
+                    and (path.name, node.name) not in shown:
+                long[f"{name}.{node.name}"] = lines
+    return long
+
+
+def test_no_function_is_long_without_a_reason() -> None:
+    """Is any function of autograder longer than MAX_FUNCTION_LINES lines without a "Why long:"
+    line in its docstring, and not shown whole by the book (split it into set-up, loop and
+    reporting, or say why it reads better whole)?"""
+    assert ("generate.py", "beam_search") in shown_by_the_book(), "the book's literalincludes are read"
+    assert long_functions() == {}
+
+
+def test_a_long_function_is_found_unless_it_says_why(tmp_path: Path) -> None:
+    """Would the rule above see a function one line over the limit, and let it pass once its
+    docstring has a "Why long:" line?"""
+    package = tmp_path / "autograder"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))  # + def and docstring
+    module = package / "sample.py"
+    module.write_text(f'def f():\n    """Sum."""\n{body}\n')
+    assert long_functions(package) == {"autograder.sample.f": MAX_FUNCTION_LINES + 1}
+    module.write_text(f'def f():\n    """Sum.\n\n    Why long: a table.\n    """\n{body}\n')
+    assert long_functions(package) == {}

@@ -283,27 +283,7 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     codes: dict[int, tuple[types.CodeType, clones.Refusal]] = {}  # the blocked functions' own codes
     try:
         expanded, blocked = _expand_classes(targets)
-        sentinels = []
-        for path in expanded:
-            owner = _resolve(path)[0]
-            label = (path.rsplit(".", 1)[0] if path.endswith((".__init__", ".forward")) and owner in blocked
-                     else path)
-            sentinel = _Sentinel(label, f"your code calls `{label}`, {_whose(path)}. {instead}", hits)
-            original = _install(patches, path, sentinel)
-            sentinels.append((original, sentinel))
-            function = _function_of(original)
-            # not an inherited method (nn.Module.__init__ for a class without its own)
-            if (function is not None and path not in _NO_CODE_SWAP
-                    and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))):
-                sentinel.function = function
-                inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
-                inner = inner if isinstance(inner, types.FunctionType) else function
-                for f in dict.fromkeys([function, inner]):
-                    refusal = _copy_refusal(label, path, instead, hits)
-                    codes.update({id(c): (c, refusal) for c in clones.codes_of(f, _CODES.get(f, [f.__code__])[0])})
-                    patches.swap_code(f, sentinel)
-            elif path.startswith("torch.") and isinstance(original, _BUILTIN_KINDS):
-                builtins[id(original)] = (original, sentinel)
+        sentinels = [_block(path, blocked, instead, hits, patches, builtins, codes) for path in expanded]
         classes = _rebind_candidate_names(patches, candidate, sentinels)
         if isinstance(candidate, type):
             classes.update(candidate.__mro__)
@@ -316,6 +296,32 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
         patches.restore()
     if hits:
         raise ForbiddenCall(f"your code calls `{hits[0]}`. {instead}")
+
+
+def _block(path: str, blocked: list[type], instead: str, hits: list[str], patches: _Patches,
+           builtins: dict[int, tuple[Any, _Sentinel]],
+           codes: dict[int, tuple[types.CodeType, clones.Refusal]]) -> tuple[Any, _Sentinel]:
+    """Put a sentinel in place of one target of ``forbidden`` (``path``); return (what it replaced,
+    the sentinel). A plain function also refuses through its own code (noted in ``codes``), a
+    builtin of torch through the dispatcher (noted in ``builtins``)."""
+    owner = _resolve(path)[0]
+    label = path.rsplit(".", 1)[0] if path.endswith((".__init__", ".forward")) and owner in blocked else path
+    sentinel = _Sentinel(label, f"your code calls `{label}`, {_whose(path)}. {instead}", hits)
+    original = _install(patches, path, sentinel)
+    function = _function_of(original)
+    # not an inherited method (nn.Module.__init__ for a class without its own)
+    if (function is not None and path not in _NO_CODE_SWAP
+            and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))):
+        sentinel.function = function
+        inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
+        inner = inner if isinstance(inner, types.FunctionType) else function
+        for f in dict.fromkeys([function, inner]):
+            refusal = _copy_refusal(label, path, instead, hits)
+            codes.update({id(c): (c, refusal) for c in clones.codes_of(f, _CODES.get(f, [f.__code__])[0])})
+            patches.swap_code(f, sentinel)
+    elif path.startswith("torch.") and isinstance(original, _BUILTIN_KINDS):
+        builtins[id(original)] = (original, sentinel)
+    return original, sentinel
 
 
 def _copy_refusal(label: str, path: str, instead: str, hits: list[str]) -> clones.Refusal:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import notebook_cells as nbcells
+
 _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
@@ -16,10 +18,10 @@ def solutions(root: Path, lab: str) -> dict[str, str]:
     """grade_id -> the solution cell of ``solutions/LAB/LAB.ipynb`` without its markers, in the
     notebook's order."""
     source = nbformat.read(str(Path(root) / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
-    return {cell.metadata["nbgrader"]["grade_id"]: "\n".join(
+    return {nbcells.own_grade_id(cell): "\n".join(
                 line for line in cell.source.splitlines() if not any(m in line for m in _MARKERS))
             for cell in source.cells
-            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
+            if cell.cell_type == "code" and nbcells.is_answer(cell)}
 
 
 def released(root: Path, lab: str) -> nbformat.NotebookNode:
@@ -32,7 +34,7 @@ def answered(root: Path, lab: str, exercises: Collection[str] | None = None) -> 
     nb = copy.deepcopy(released(root, lab))
     answers = solutions(root, lab)
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = nbcells.grade_id(cell)
         if grade_id in answers and (exercises is None or grade_id in exercises):
             cell.source = answers[grade_id]
     return nb

@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import compute_checksum
 
+from autograder import notebook_cells as nbcells
 from autograder.grading.course import LAB_NAME, UnknownLab
 
 MANIFEST = ".course-releases.json"
@@ -169,7 +170,7 @@ def merge(mine: nbformat.NotebookNode, release: nbformat.NotebookNode, update: L
     for grade_id in orphans:
         at_end.append(_marked(nbformat.v4.new_markdown_cell(f"Your answer to `{grade_id}`:"), grade_id))
         kept = copy.deepcopy(answers[grade_id])
-        kept.metadata.pop("nbgrader", None)  # an unknown grade_id would trouble nbgrader
+        nbcells.forget(kept)  # an unknown grade_id would trouble nbgrader
         at_end.append(_marked(kept, grade_id))
     update.kept_at_end = orphans
     out = copy.deepcopy(release)
@@ -264,23 +265,23 @@ def _save_manifest(target: Path, manifest: dict[str, str]) -> None:
 
 
 def _grade_id(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
+    return nbcells.grade_id(cell)
 
 
 def _is_answer(cell) -> bool:
-    return bool(cell.metadata.get("nbgrader", {}).get("solution"))
+    return nbcells.is_answer(cell)
 
 
 def _kind(cell) -> str:
     if cell.cell_type == "markdown":
         return "text"
-    return "test" if cell.metadata.get("nbgrader", {}).get("grade") else "code"
+    return "test" if nbcells.is_graded(cell) else "code"
 
 
 def _untouched(cell) -> bool:
     """Is this answer cell still as released (nbgrader's checksum of its source matches)?"""
     try:
-        return compute_checksum(cell) == cell.metadata["nbgrader"]["checksum"]
+        return compute_checksum(cell) == nbcells.checksum(cell)
     except (KeyError, TypeError, ValueError):
         return False
 

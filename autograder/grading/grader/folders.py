@@ -90,25 +90,32 @@ def _lab_folder(source: Path, folder: Path, student: str, lab: str, out: Collect
     out.not_graded += listed
     tops = [p for p, top in others if top]
     pick = main or (tops[0] if len(tops) == 1 else None)
+    _list_other_notebooks(folder, shown, lab, pick, [path for path, _ in others], out)
+    if pick is None:
+        return True
+    return Candidate(f"{shown}/", Name(lab, 0, student), (), pick,
+                      graded_name="" if pick == main else pick.name)
+
+
+def _list_other_notebooks(folder: Path, shown: str, lab: str, pick: Path | None, others: list[Path],
+                          out: Collected) -> None:
+    """List as not graded every notebook of a lab folder but ``pick`` (the graded one, if any),
+    except a copy of it (ours, from an earlier rename, is not news)."""
     try:
         graded = read_plain(pick) if pick else None
     except (OSError, Refused):
         graded = None
-    for path, _ in others:
+    for path in others:
         if path == pick:
             continue
         try:
             same = graded is not None and read_plain(path) == graded
         except (OSError, Refused):
             same = False
-        if not same:  # a copy of the graded notebook (ours, from an earlier rename) is not news
+        if not same:
             why = f"another notebook beside {lab}.ipynb, which is graded" if pick else \
                 f"one of several notebooks, none named {lab}.ipynb: not graded"
             out.not_graded.append((f"{shown}/{path.relative_to(folder).as_posix()}", why))
-    if pick is None:
-        return True
-    return Candidate(f"{shown}/", Name(lab, 0, student), (), pick,
-                      graded_name="" if pick == main else pick.name)
 
 
 def _settle_folder(root: Path, source: Path, raw: str, student: str, lab: str, lab_folder: Path | None,

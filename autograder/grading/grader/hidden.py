@@ -18,6 +18,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool, Unicode
 
+from autograder import notebook_cells as nbcells
 from autograder.grading.grader.feedback import clear_hidden
 
 KEY = "autograder_hidden_tests"
@@ -25,8 +26,7 @@ KEY = "autograder_hidden_tests"
 
 def is_test_cell(cell: NotebookNode) -> bool:
     """A graded code cell that is not a solution: the course's own test cell."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+    return nbcells.is_test(cell)
 
 
 class HideHiddenTests(Preprocessor):

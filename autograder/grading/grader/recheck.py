@@ -30,6 +30,7 @@ from typing import Any
 
 import nbformat
 
+from autograder import notebook_cells as nbcells
 from autograder.grading.grader.sandbox import Tail
 from autograder.grading.protocol import boot, wire
 from autograder.grading.protocol.remote import Connection
@@ -63,8 +64,7 @@ class Verdict:
 def test_cells(source: Path) -> dict[str, str]:
     """grade_id -> code of every graded code cell of a source notebook (hidden tests included)."""
     nb = nbformat.read(str(source), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    return {nbcells.own_grade_id(c): c.source for c in nb.cells if c.cell_type == "code" and nbcells.is_graded(c)}
 
 
 def answer_cells(submission: Path) -> list[str]:
@@ -72,7 +72,7 @@ def answer_cells(submission: Path) -> list[str]:
     test cells, in order."""
     nb = nbformat.read(str(submission), as_version=4)
     return [c.source for c in nb.cells
-            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")]
+            if c.cell_type == "code" and not nbcells.is_graded(c)]
 
 
 def candidate_names(code: str) -> list[str]:

@@ -32,6 +32,8 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
+from autograder import notebook_cells as nbcells
+
 TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
 ATTRIBUTES: dict[str, set[str]] = {
     "*": {"class", "title", "lang", "dir"},
@@ -125,7 +127,7 @@ def sanitize_cell(cell: NotebookNode) -> None:
             if "execution_count" in output:
                 output.execution_count = _number(output.execution_count)
             _output(output)
-    nbgrader = cell.get("metadata", {}).get("nbgrader")
+    nbgrader = nbcells.fields(cell)
     if isinstance(nbgrader, dict) and not NAME.match(str(nbgrader.get("grade_id", "x"))):
         nbgrader["grade_id"] = "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", str(nbgrader["grade_id"]))[:60]
 

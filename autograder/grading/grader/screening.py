@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import notebook_cells as nbcells
 from autograder.grading.grader.files import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
@@ -40,8 +41,7 @@ class Inspection:
 
 
 def _graded_cells(nb) -> dict[str, str]:
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+    return {nbcells.own_grade_id(c): c.source for c in nb.cells if nbcells.is_graded(c) and c.cell_type == "code"}
 
 
 def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspection:
@@ -80,10 +80,9 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
             elif present[grade_id].strip() != source.strip():
                 notes.append(f"test cell {grade_id} was edited: restored from the source and scored")
     for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade") \
-                and patches_checks(cell.source):
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            name = f"cell {grade_id}" if grade_id else "a cell the student added"
+        if cell.cell_type == "code" and not nbcells.is_graded(cell) and patches_checks(cell.source):
+            cell_id = nbcells.grade_id(cell)
+            name = f"cell {cell_id}" if cell_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
     return Inspection(expected, None, notes, data)
 
@@ -95,12 +94,12 @@ def after_grading(autograded: Path) -> list[str]:
     nb = nbformat.read(str(autograded), as_version=4)
     notes = []
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = nbcells.grade_id(cell)
         name = f"cell {grade_id}" if grade_id else "a cell the student added"
         outputs = cell.get("outputs", [])
         printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
         errors = [o for o in outputs if o.get("output_type") == "error"]
-        if cell.metadata.get("nbgrader", {}).get("grade") and " passed." in printed and errors \
+        if nbcells.is_graded(cell) and " passed." in printed and errors \
                 and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall"):
             notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
                          "(hard-coded outputs?)")

@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from autograder import notebook_cells as nbcells
+
 MIN_STATEMENTS = 8  # N: a function of fewer statements is never flagged as copied
 _MAX_SOURCE = 200_000  # characters of one cell parsed at most (a bigger cell is not compared)
 
@@ -189,8 +191,8 @@ def notes(notebook: Path) -> list[str]:
 
         nb = nbformat.read(str(notebook), as_version=4)
         cells = [(i, c) for i, c in enumerate(nb.cells, 1)
-                 if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")]
-        return [f"{c.metadata.get('nbgrader', {}).get('grade_id') or f'cell {i}'}: {note}"
+                 if c.cell_type == "code" and not nbcells.is_graded(c)]
+        return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}"
                 for i, c in cells for note in cell_notes(c.source)]
     except Exception:  # noqa: BLE001 - a flag is advice: its failure must not cost grading
         return []

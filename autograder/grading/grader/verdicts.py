@@ -30,6 +30,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
+from autograder import notebook_cells as nbcells
 from autograder.grading.grader.feedback import hidden_lines
 from autograder.grading.grader.hidden import is_test_cell
 
@@ -125,7 +126,7 @@ def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
 
 def answer_cells(nb: NotebookNode) -> list[NotebookNode]:
     """The code cells the check's child ran, in its numbering (``recheck.answer_cells``)."""
-    return [c for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")]
+    return [c for c in nb.cells if c.cell_type == "code" and not nbcells.is_graded(c)]
 
 
 def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) -> None:
@@ -133,7 +134,7 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
     nb = nbformat.read(str(notebook), as_version=4)
     cells = answer_cells(nb)
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = nbcells.grade_id(cell)
         if not is_test_cell(cell) or grade_id not in verdicts:
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
