@@ -1,0 +1,72 @@
+"""The class report: what a class got wrong on a lab, mistake by mistake, from the recorded verdicts.
+
+``python -m autograder report [LAB ...]`` and the last step of ``grade`` write, per lab,
+``reports/LAB/index.html`` (the instructor's copy, with ids and similar submissions) with its
+CSV files, and ``reports/LAB/class/`` (the same without any student id, to share). Everything
+is read from ``autograded/*/LAB/verdicts.json``; nothing is graded again, and no point changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.grading.grader.report import page, sheets, similar
+from autograder.grading.grader.report.tables import write_tables
+from autograder.grading.grader.report.tally import Tally, tally
+
+__all__ = ["NoVerdicts", "default_out", "given_lines", "write_report", "write_reports"]
+
+
+class NoVerdicts(LookupError):
+    """A lab with no verdicts.json recorded (not graded yet, or graded before verdicts were recorded)."""
+
+
+def default_out(root: Path) -> Path:
+    """Where reports go unless told: ROOT/reports, beside grades.csv."""
+    return root / "reports"
+
+
+def given_lines(root: Path, lab: str) -> dict[str, list[str]]:
+    """The stub's lines of each answer cell of ``lab``'s release (cell id -> lines), which the
+    comparison of answers leaves out; empty where the release is not there."""
+    import nbformat
+
+    path = root / "notebooks" / lab / f"{lab}.ipynb"
+    if not path.is_file():
+        return {}
+    nb = nbformat.read(path, as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source.splitlines() for cell in nb.cells
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.metadata["nbgrader"].get("grade_id")}
+
+
+def _pairs(lab_sheets: list[sheets.Sheet], given: dict[str, list[str]]) -> list[similar.Pair]:
+    """Similar answers, per exercise: the exercise's answer cells joined, compared across students."""
+    found: list[similar.Pair] = []
+    exercises = {row.exercise: row.answer_cells for s in lab_sheets for row in s.rows}
+    for exercise, cells in exercises.items():
+        answers = {s.student: "\n".join(s.answers.get(c, "") for c in cells) for s in lab_sheets}
+        stub = [line for c in cells for line in given.get(c, [])]
+        found += similar.similar_pairs(exercise, answers, stub)
+    return found
+
+
+def write_report(root: Path, lab: str, out: Path | None = None) -> tuple[Tally, list[similar.Pair], list[str]]:
+    """Write ``lab``'s report under ``out`` (default ROOT/reports) /LAB; its tally, similar
+    pairs and notes (files that could not be read)."""
+    lab_sheets, notes = sheets.read_class(root, lab)
+    if not lab_sheets:
+        raise NoVerdicts(f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
+                         + (f"; {len(notes)} unreadable: {notes[0]}" if notes else ""))
+    t = tally(lab, lab_sheets)
+    pairs = _pairs(lab_sheets, given_lines(root, lab))
+    folder = (out or default_out(root)) / lab
+    for copy, ids in ((folder, True), (folder / "class", False)):
+        write_tables(t, pairs, copy, ids)
+        (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids), encoding="utf-8")
+    return t, pairs, notes
+
+
+def write_reports(root: Path, labs: list[str] | None = None, out: Path | None = None) -> list[Path]:
+    """The report of each lab (default: every lab with recorded verdicts); the pages written."""
+    return [(out or default_out(root)) / lab / "index.html"
+            for lab in labs or sheets.recorded_labs(root) if write_report(root, lab, out)]

@@ -1,0 +1,112 @@
+"""Similar submissions: per exercise, pairs of answers whose normalised code is nearly the same.
+
+A flag for the instructor to read the two answers side by side; it never changes a point.
+
+Normalised code: the answer cells of the exercise, tokenised by Python's own ``tokenize``;
+the lines the release's stub already gave (the ``def`` line, the docstring) dropped, and
+comments and whitespace with them; every name that is not an attribute (``x``, ``torch``,
+``my_scores``) becomes one token ``N``, every string ``S``; keywords, operators, numbers and
+attribute names (``.softmax``, ``.sum``) stay. So renaming variables and reformatting lines
+change nothing, while the operations an answer calls still count.
+
+Fingerprints: copydetect's winnowing (``get_document_fingerprints``, MOSS's algorithm) over
+k-grams of ``NOISE`` tokens with a window of ``WINDOW``. Two answers are similar when their
+fingerprint sets overlap by at least ``THRESHOLD`` (Jaccard: shared / either). Answers shorter
+than ``MIN_TOKENS`` normalised tokens (K) are not compared: short correct answers converge
+(``return x @ W.T``), and a match between them says nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import keyword
+import tokenize
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+MIN_TOKENS = 30  # K: answers with fewer normalised tokens are not compared
+NOISE = 5  # k: tokens per fingerprinted k-gram (a match shorter than this is noise)
+WINDOW = 4  # w: winnowing window; every match of NOISE + WINDOW - 1 tokens is seen
+THRESHOLD = 0.8  # Jaccard overlap of two answers' fingerprints from which the pair is flagged
+
+_DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
+            tokenize.ENDMARKER, tokenize.TYPE_COMMENT}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students whose answers to one exercise are nearly the same."""
+
+    exercise: str
+    first: str
+    second: str
+    similarity: float  # Jaccard overlap of the fingerprints, 0..1
+
+
+def _raw_tokens(source: str) -> list[tuple[int, int, str]]:
+    """(token type, line, text) of ``source``; an answer Python cannot tokenise is read as words."""
+    try:
+        return [(t.type, t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        import re  # a fallback for broken answers: words and single symbols, line by line
+
+        return [(tokenize.NAME if w[0].isalpha() or w[0] == "_" else tokenize.OP, n, w)
+                for n, line in enumerate(source.splitlines(), 1) if not line.lstrip().startswith("#")
+                for w in re.findall(r"\w+|[^\w\s]", line)]
+
+
+def normalise(source: str, given: Iterable[str] = ()) -> list[str]:
+    """``source``'s tokens with names, strings, comments, whitespace and the ``given`` lines
+    (the stub's, compared stripped) taken out as the module's docstring says."""
+    skip = {line.strip() for line in given if line.strip()}
+    lines = source.splitlines()
+    out: list[str] = []
+    previous = ""
+    for kind, row, text in _raw_tokens(source):
+        if kind in _DROPPED or (0 < row <= len(lines) and lines[row - 1].strip() in skip):
+            continue
+        if kind == tokenize.NAME and not keyword.iskeyword(text) and previous != ".":
+            out.append("N")
+        elif kind == tokenize.STRING or kind == getattr(tokenize, "FSTRING_START", -1):
+            out.append("S")
+        elif kind == tokenize.NEWLINE:
+            out.append(";")
+        elif kind in (getattr(tokenize, "FSTRING_MIDDLE", -1), getattr(tokenize, "FSTRING_END", -1)):
+            continue
+        else:
+            out.append(text)
+        previous = text
+    return out
+
+
+def _as_text(tokens: list[str]) -> str:
+    """One character per token, so that copydetect's k-grams of characters are k-grams of tokens."""
+    return "".join(chr(0x4E00 + zlib.crc32(t.encode()) % 0x5000) for t in tokens)
+
+
+def fingerprints(tokens: list[str]) -> set[int]:
+    """The winnowed fingerprints of a normalised answer (copydetect, MOSS's winnowing)."""
+    from copydetect.utils import get_document_fingerprints
+
+    hashes, _ = get_document_fingerprints(_as_text(tokens), NOISE, WINDOW)
+    return {int(h) for h in hashes}
+
+
+def similarity(a: set[int], b: set[int]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] = ()) -> list[Pair]:
+    """The pairs of students (``answers``: student -> the exercise's answer source) whose
+    normalised answers of at least MIN_TOKENS tokens overlap by THRESHOLD or more, most similar first."""
+    given = list(given)
+    prints = {}
+    for student, source in sorted(answers.items()):
+        tokens = normalise(source, given)
+        if len(tokens) >= MIN_TOKENS:
+            prints[student] = fingerprints(tokens)
+    pairs = [Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3))
+             for a, b in itertools.combinations(sorted(prints), 2)]
+    return sorted((p for p in pairs if p.similarity >= THRESHOLD), key=lambda p: (-p.similarity, p.first, p.second))
