@@ -55,7 +55,8 @@ def test_the_class_copy_holds_no_student_id(reported):
 
 def test_the_page_is_static_with_plots_described(reported):
     """Is each page free of scripts, its plots images with alt text, a table beside them, and links to the lectures?"""
-    for path in (reported.root / "reports" / LAB / "index.html", reported.root / "reports" / LAB / "class" / "index.html"):
+    folder = reported.root / "reports" / LAB
+    for path in (folder / "index.html", folder / "class" / "index.html"):
         page = _parse(path)
         assert "script" not in page.tags and "iframe" not in page.tags
         assert len(page.alts) == 2 and all(len(alt.split()) >= 8 for alt in page.alts), page.alts

@@ -13,7 +13,8 @@ from autograder.grading.grader.report.tally import tally
 
 def test_statuses_are_the_planted_numbers(reported):
     """Are passed / failed / blank per exercise the numbers planted, and do they cover every student?"""
-    found = Counter({(e.name, s): getattr(e, s) for e in reported.tally.exercises for s in ("passed", "failed", "blank")})
+    found = Counter({(e.name, s): getattr(e, s) for e in reported.tally.exercises
+                     for s in ("passed", "failed", "blank")})
     assert +found == reported.planted.status
     assert all(e.passed + e.failed + e.blank == len(reported.planted.students) for e in reported.tally.exercises)
 

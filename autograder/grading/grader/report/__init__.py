@@ -8,6 +8,7 @@ is read from ``autograded/*/LAB/verdicts.json``; nothing is graded again, and no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autograder.grading.grader.report import page, sheets, similar
@@ -29,14 +30,17 @@ def default_out(root: Path) -> Path:
 def given_lines(root: Path, lab: str) -> dict[str, list[str]]:
     """The stub's lines of each answer cell of ``lab``'s release (cell id -> lines), which the
     comparison of answers leaves out; empty where the release is not there."""
-    import nbformat
-
     path = root / "notebooks" / lab / f"{lab}.ipynb"
     if not path.is_file():
         return {}
-    nb = nbformat.read(path, as_version=4)
-    return {cell.metadata["nbgrader"]["grade_id"]: cell.source.splitlines() for cell in nb.cells
-            if cell.metadata.get("nbgrader", {}).get("solution") and cell.metadata["nbgrader"].get("grade_id")}
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])  # the release is ours: plain JSON
+    given = {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id"):
+            source = cell.get("source", "")
+            given[meta["grade_id"]] = ("".join(source) if isinstance(source, list) else source).splitlines()
+    return given
 
 
 def _pairs(lab_sheets: list[sheets.Sheet], given: dict[str, list[str]]) -> list[similar.Pair]:

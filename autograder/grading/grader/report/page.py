@@ -4,6 +4,7 @@ for teaching assistants or the class: no id anywhere, and no similar submissions
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from html import escape
 
 from autograder.grading.grader.report import plots
@@ -18,7 +19,7 @@ vertical-align:top}td.n{text-align:right}figure{margin:1rem 0}img{max-width:100%
 a{color:#0b57a4}.ids{font-family:monospace;font-size:.9em}"""
 
 
-def _table(caption: str, head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(caption: str, head: list[str], rows: list[list[str]], numeric: Collection[int] = ()) -> str:
     """A table with a caption and column headers; cells are HTML already escaped by the caller."""
     th = "".join(f'<th scope="col">{h}</th>' for h in head)
     body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
@@ -45,8 +46,9 @@ def _distribution(t: Tally) -> str:
 
 def _exercises(t: Tally) -> str:
     worst = t.ranked()[0] if t.exercises else None
-    alt = (f"Stacked horizontal bars, one per exercise, of the students who passed, failed or left it blank"
-           + (f"; the most lost points on {worst.name} ({worst.lost})" if worst else "") + ". The table below gives them.")
+    alt = ("Stacked horizontal bars, one per exercise, of the students who passed, failed or left it blank"
+           + (f"; the most lost points on {worst.name} ({worst.lost})" if worst else "")
+           + ". The table below gives them.")
     table = _table("Per exercise, in the notebook's order", ["exercise", "points", "passed", "failed", "blank"],
                    [[f"<code>{escape(e.name)}</code>", f"{e.max_points:g}", str(e.passed), str(e.failed), str(e.blank)]
                     for e in t.exercises], {1, 2, 3, 4})

@@ -34,6 +34,16 @@ def _svg(fig: Figure) -> str:
 
 def distribution(tally: Tally) -> str:
     """A histogram of the class's scores, as a data URI."""
+    return _svg(distribution_figure(tally))
+
+
+def outcomes(tally: Tally) -> str:
+    """Per exercise, stacked bars of passed / failed / blank, as a data URI."""
+    return _svg(outcomes_figure(tally))
+
+
+def distribution_figure(tally: Tally) -> Figure:
+    """A histogram of the class's scores."""
     fig = Figure(figsize=(6, 3), dpi=100)
     ax = fig.add_subplot()
     rows = bins(tally)
@@ -43,11 +53,11 @@ def distribution(tally: Tally) -> str:
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_title(f"{tally.lab}: scores of {len(tally.scores)} students")
     fig.tight_layout()
-    return _svg(fig)
+    return fig
 
 
-def outcomes(tally: Tally) -> str:
-    """Per exercise, stacked bars of passed / failed / blank, as a data URI."""
+def outcomes_figure(tally: Tally) -> Figure:
+    """Per exercise, stacked bars of passed / failed / blank."""
     fig = Figure(figsize=(6, 0.5 * len(tally.exercises) + 1.5), dpi=100)
     ax = fig.add_subplot()
     names = [e.name for e in tally.exercises][::-1]
@@ -60,4 +70,4 @@ def outcomes(tally: Tally) -> str:
     ax.legend(loc="lower right", fontsize="small")
     ax.set_title(f"{tally.lab}: each exercise")
     fig.tight_layout()
-    return _svg(fig)
+    return fig

@@ -17,9 +17,14 @@ class _Notes(Protocol):
 
 
 class _Grading(Protocol):  # what the step reads of pipeline.Grading (imported by pipeline: no import back)
-    root: Path
-    pairs: list[tuple[str, str]]
-    not_graded: _Notes
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def not_graded(self) -> _Notes: ...
 
 
 def report(g: _Grading) -> None:
