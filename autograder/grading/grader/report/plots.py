@@ -8,12 +8,14 @@ import base64
 import io
 import math
 
+import matplotlib.style
 from matplotlib.figure import Figure
 
 from autograder.grading.grader.report.tally import Tally
 
-# Okabe and Ito's colour-blind-safe palette (the lectures' own)
-PASSED, FAILED, BLANK, BARS = "#009E73", "#D55E00", "#999999", "#0072B2"
+# the lectures' colour-blind-safe style (publisher guide); failed and blank are hatched as well
+STYLE = "tableau-colorblind10"
+PASSED, FAILED, BLANK, BARS = "C0", "C1", "grey", "C0"
 
 
 def bins(tally: Tally) -> list[tuple[float, float, int]]:
@@ -34,16 +36,18 @@ def _svg(fig: Figure) -> str:
 
 def distribution(tally: Tally) -> str:
     """A histogram of the class's scores, as a data URI."""
-    return _svg(distribution_figure(tally))
+    with matplotlib.style.context(STYLE):
+        return _svg(distribution_figure(tally))
 
 
 def outcomes(tally: Tally) -> str:
     """Per exercise, stacked bars of passed / failed / blank, as a data URI."""
-    return _svg(outcomes_figure(tally))
+    with matplotlib.style.context(STYLE):
+        return _svg(outcomes_figure(tally))
 
 
 def distribution_figure(tally: Tally) -> Figure:
-    """A histogram of the class's scores."""
+    """A histogram of the class's scores (drawn in the style that is in force: STYLE for the report)."""
     fig = Figure(figsize=(6, 3), dpi=100)
     ax = fig.add_subplot()
     rows = bins(tally)
