@@ -7,6 +7,8 @@ from collections import Counter
 
 import pytest
 
+from autograder.checks.mistakes import MISTAKES
+from autograder.grading.grader.report import example
 from autograder.grading.grader.report.sheets import Row, Sheet
 from autograder.grading.grader.report.tally import tally
 
@@ -58,3 +60,16 @@ def test_a_failure_without_a_mistake_is_unnamed():
     assert [(m.exercise, m.mistake, m.students, m.attempted) for m in t.mistakes] == [("test_a", "unnamed", ("x",), 1)]
     b = next(e for e in t.exercises if e.name == "test_b")
     assert (b.attempted, b.blank, b.lost) == (0, 2, 2)
+
+
+def test_the_ids_are_the_checks_own(reported):
+    """Is every mistake of the synthetic class an id the checks raised (in the registry), none a stand-in?"""
+    ids = {m.mistake for m in reported.tally.mistakes}
+    assert ids <= set(MISTAKES), ids - set(MISTAKES)
+    assert len(reported.planted.mistakes) == 13  # the 13 wrong variants of PLAN, each named apart on its exercise
+
+
+def test_the_example_class_uses_registered_ids():
+    """Are the mistakes of the guide's and the benchmark's example class ids that the checks raise?"""
+    used = {o for *_, odds in example.PLAN for o in odds} - {"passed", "blank", "unnamed"}
+    assert used <= set(MISTAKES), used - set(MISTAKES)

@@ -1,18 +1,16 @@
 """The recorded verdicts of a class, read for the report: one ``Sheet`` per student and lab.
 
-The grader writes ``autograded/STUDENT/LAB/verdicts.json`` (schema ``autograder.verdicts/1``)
-after the independent check; the report is rebuilt from those files alone, without grading
-again. ``_read`` is the one place that parses a file.
+The grader writes ``autograded/STUDENT/LAB/verdicts.json`` (``grader/verdicts_file.py``, a
+versioned schema) after the independent check; the report is rebuilt from those files alone,
+without grading again. ``_read`` is the one place that reads a file, through that module's loader.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA = "autograder.verdicts/1"
-STATUSES = ("passed", "failed", "blank")
+from autograder.grading.grader.verdicts_file import FILENAME, VerdictsFileError, read_verdicts
 
 
 class BadVerdicts(ValueError):
@@ -52,32 +50,21 @@ class Sheet:
 
 
 def _read(path: Path) -> Sheet:
+    """The sheet of one verdicts.json, read and checked by the grader's own loader (verdicts_file)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BadVerdicts(f"{path}: not readable JSON ({err})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise BadVerdicts(f"{path}: schema {found!r}, the report reads {SCHEMA!r}")
-    try:
-        rows = tuple(Row(str(e["exercise"]), tuple(map(str, e.get("answer_cells", []))), str(e["status"]),
-                         float(e["points"]), float(e["max_points"]),
-                         None if e.get("mistake") is None else str(e["mistake"]), str(e.get("message", "")))
-                     for e in data["exercises"])
-        answers = {str(k): str(v) for k, v in (data.get("answers") or {}).items()}
-        sheet = Sheet(str(data["student"]), data.get("original_id"), str(data["lab"]), rows, answers)
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise BadVerdicts(f"{path}: a field is missing or of the wrong type ({err!r})") from None
-    if bad := [r.exercise for r in rows if r.status not in STATUSES]:
-        raise BadVerdicts(f"{path}: unknown status for {', '.join(bad)} (one of {', '.join(STATUSES)})")
-    return sheet
+        verdicts = read_verdicts(path)
+    except (OSError, UnicodeDecodeError, VerdictsFileError) as err:
+        raise BadVerdicts(f"{path}: {err}") from None
+    rows = tuple(Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message)
+                 for e in verdicts.exercises)
+    return Sheet(verdicts.student, verdicts.original_id, verdicts.lab, rows, dict(verdicts.answers))
 
 
 def read_class(root: Path, lab: str) -> tuple[list[Sheet], list[str]]:
     """Every student's sheet for ``lab`` under ``root/autograded``, sorted by id, and a note for
     each file that could not be read (the report goes on without it)."""
     sheets, notes = [], []
-    for path in sorted((root / "autograded").glob(f"*/{lab}/verdicts.json")):
+    for path in sorted((root / "autograded").glob(f"*/{lab}/{FILENAME}")):
         try:
             sheets.append(_read(path))
         except BadVerdicts as err:
@@ -87,4 +74,4 @@ def read_class(root: Path, lab: str) -> tuple[list[Sheet], list[str]]:
 
 def recorded_labs(root: Path) -> list[str]:
     """The labs for which some student has a verdicts.json."""
-    return sorted({p.parent.name for p in (root / "autograded").glob("*/*/verdicts.json")})
+    return sorted({p.parent.name for p in (root / "autograded").glob(f"*/*/{FILENAME}")})
