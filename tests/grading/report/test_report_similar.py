@@ -91,3 +91,10 @@ def test_independent_valid_variants_are_not_flagged():
                     flagged.append(f"{path.name}: {a.splitlines()[0]} ~ {b.splitlines()[0]} ({score:.2f})")
     assert compared >= 200, compared
     assert not flagged, flagged
+
+
+def test_an_answer_python_cannot_read_is_still_compared():
+    """Are two copies of an answer with a syntax error (renamed) still flagged, read as words and symbols?"""
+    broken = "\n".join(f"y{i} = x.sum({i} * w.mean({i})" for i in range(4))  # parentheses never closed
+    assert len(similar.normalise(broken)) >= similar.MIN_TOKENS
+    assert len(similar.similar_pairs("e", {"a": broken, "b": broken.replace("y", "z")})) == 1

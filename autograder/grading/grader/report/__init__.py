@@ -15,7 +15,7 @@ from autograder.grading.grader.report import page, sheets, similar
 from autograder.grading.grader.report.tables import write_tables
 from autograder.grading.grader.report.tally import Tally, tally
 
-__all__ = ["NoVerdicts", "default_out", "given_lines", "write_report", "write_reports"]
+__all__ = ["NoVerdicts", "default_out", "given_lines", "write_report"]
 
 
 class NoVerdicts(LookupError):
@@ -68,9 +68,3 @@ def write_report(root: Path, lab: str, out: Path | None = None) -> tuple[Tally, 
         write_tables(t, pairs, copy, ids)
         (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids), encoding="utf-8")
     return t, pairs, notes
-
-
-def write_reports(root: Path, labs: list[str] | None = None, out: Path | None = None) -> list[Path]:
-    """The report of each lab (default: every lab with recorded verdicts); the pages written."""
-    return [(out or default_out(root)) / lab / "index.html"
-            for lab in labs or sheets.recorded_labs(root) if write_report(root, lab, out)]

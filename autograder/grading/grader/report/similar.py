@@ -22,6 +22,7 @@ import io
 import itertools
 import keyword
 import math
+import re
 import tokenize
 import zlib
 from collections import Counter, defaultdict
@@ -53,9 +54,7 @@ def _raw_tokens(source: str) -> list[tuple[int, int, str]]:
     """(token type, line, text) of ``source``; an answer Python cannot tokenise is read as words."""
     try:
         return [(t.type, t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        import re  # a fallback for broken answers: words and single symbols, line by line
-
+    except (tokenize.TokenError, IndentationError, SyntaxError):  # broken answers: words and symbols, by line
         return [(tokenize.NAME if w[0].isalpha() or w[0] == "_" else tokenize.OP, n, w)
                 for n, line in enumerate(source.splitlines(), 1) if not line.lstrip().startswith("#")
                 for w in re.findall(r"\w+|[^\w\s]", line)]
