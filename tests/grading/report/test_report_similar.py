@@ -5,7 +5,10 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import report_class
@@ -98,3 +101,12 @@ def test_an_answer_python_cannot_read_is_still_compared():
     broken = "\n".join(f"y{i} = x.sum({i} * w.mean({i})" for i in range(4))  # parentheses never closed
     assert len(similar.normalise(broken)) >= similar.MIN_TOKENS
     assert len(similar.similar_pairs("e", {"a": broken, "b": broken.replace("y", "z")})) == 1
+
+
+def test_fingerprints_are_the_same_in_every_process():
+    """Does a rerun in another process (another seed of Python's str hash) give the same fingerprints?"""
+    code = ("from autograder.grading.grader.report import similar; "
+            f"print(sorted(similar.fingerprints(similar.normalise(open({str(report_class.SHARED)!r}).read()))))")
+    runs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
+                           capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    assert len(runs) == 1 and len(runs.pop()) > 20

@@ -9,8 +9,9 @@ comments and whitespace with them; every name that is not an attribute (``x``, `
 attribute names (``.softmax``, ``.sum``) stay. So renaming variables and reformatting lines
 change nothing, while the operations an answer calls still count.
 
-Fingerprints: copydetect's winnowing (``get_document_fingerprints``, MOSS's algorithm) over
-k-grams of ``NOISE`` tokens with a window of ``WINDOW``. Two answers are similar when their
+Fingerprints: copydetect's winnowing (MOSS's algorithm) over k-grams of ``NOISE`` tokens with
+a window of ``WINDOW``, the k-grams hashed by CRC-32 so that a rerun gives the same report.
+Two answers are similar when their
 fingerprint sets overlap by at least ``THRESHOLD`` (Jaccard: shared / either). Answers shorter
 than ``MIN_TOKENS`` normalised tokens (K) are not compared: short correct answers converge
 (``return x @ W.T``), and a match between them says nothing.
@@ -90,11 +91,17 @@ def _as_text(tokens: list[str]) -> str:
 
 
 def fingerprints(tokens: list[str]) -> set[int]:
-    """The winnowed fingerprints of a normalised answer (copydetect, MOSS's winnowing)."""
-    from copydetect.utils import get_document_fingerprints
+    """The winnowed fingerprints of a normalised answer: copydetect's winnowing (MOSS's) over
+    CRC-32 hashes of its k-grams, which, unlike Python's ``hash``, are the same in every run."""
+    import numpy as np
+    from copydetect.utils import winnow
 
-    hashes, _ = get_document_fingerprints(_as_text(tokens), NOISE, WINDOW)
-    return {int(h) for h in hashes}
+    text = _as_text(tokens)
+    if len(text) < NOISE:
+        return set()
+    hashes = np.array([zlib.crc32(text[i:i + NOISE].encode()) for i in range(len(text) - NOISE + 1)], dtype=np.int64)
+    selected, _ = winnow(hashes, WINDOW, remove_duplicates=False)
+    return {int(h) for h in selected}
 
 
 def similarity(a: set[int], b: set[int]) -> float:
