@@ -109,3 +109,13 @@ def test_an_unknown_schema_is_refused(tmp_path):
     g = _Grading(tmp_path, ["lab"])
     report(g)
     assert "'autograder.verdicts/2' is not 'autograder.verdicts/1'" in g.not_graded.notes[0]
+
+
+def test_a_rerun_writes_the_same_bytes(reported, tmp_path):
+    """Does writing the report again from the same verdicts give byte-identical files?"""
+    from autograder.grading.grader.report import write_report
+
+    write_report(reported.root, LAB, tmp_path)
+    first = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    written = reported.root / "reports"
+    assert first == {p.relative_to(written): p.read_bytes() for p in sorted(written.rglob("*")) if p.is_file()}

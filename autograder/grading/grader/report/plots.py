@@ -8,6 +8,7 @@ import base64
 import io
 import math
 
+import matplotlib
 import matplotlib.style
 from matplotlib.figure import Figure
 
@@ -30,7 +31,8 @@ def bins(tally: Tally) -> list[tuple[float, float, int]]:
 
 def _svg(fig: Figure) -> str:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})  # no date: the same report gives the same bytes
+    with matplotlib.rc_context({"svg.hashsalt": "class-report"}):  # fixed ids and no date: a rerun, the same bytes
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
