@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from mistake_ids import RAISED, note
+from mistake_ids import NOT_YET_RAISED, RAISED, note
 
 from autograder.checks import mistakes
 from autograder.checks.core import CheckFailed
@@ -140,11 +140,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if exitstatus != 0 or not _ran_every_check_test(session):
         return
-    missing = sorted(set(mistakes.MISTAKES) - RAISED)
-    if missing:
+    missing = sorted(set(mistakes.MISTAKES) - RAISED - NOT_YET_RAISED)
+    stale = sorted(NOT_YET_RAISED & RAISED)
+    problems = ([f"{len(missing)} mistake ids of autograder/checks/mistakes.py were raised by no wrong answer in "
+                 f"tests/checks: {', '.join(missing)}"] if missing else []) + \
+               ([f"raised now, so take them off mistake_ids.NOT_YET_RAISED: {', '.join(stale)}"] if stale else [])
+    if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        text = (f"{len(missing)} mistake ids of autograder/checks/mistakes.py were raised by no wrong answer in "
-                f"tests/checks: {', '.join(missing)}")
-        if reporter is not None:
-            reporter.write_line(text, red=True)
+        for text in problems:
+            if reporter is not None:
+                reporter.write_line(text, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
