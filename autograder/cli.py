@@ -5,6 +5,7 @@ is done in autograder.grading).
     workspace DIR          copy notebooks/ into DIR; a changed lab is refreshed, keeping your answers
     lab [DIR]              copy the labs into DIR (default workspace) and open a student's JupyterLab there
     grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
+    report [LAB ...]       the class report of each lab, from the recorded verdicts (reports/LAB/index.html)
     train                  train the chapter 8 model; checkpoints resume exactly; torchrun for data parallel
 """
 
@@ -72,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without the bubblewrap sandbox (only for a class whose code you trust; "
                             "every summary line then says so)")
+    report = sub.add_parser("report", help="the class report of each lab from the recorded verdicts: an HTML page "
+                                           "and CSV files, and a copy without student ids (class/)")
+    report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
+    report.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)")
     _train_parser(sub)
     return parser
 
@@ -91,6 +97,29 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _report(root: Path, args: argparse.Namespace) -> int:
+    """Write the class report of each lab asked for (every lab with verdicts by default)."""
+    from autograder.grading.grader import report
+
+    labs = args.labs or report.sheets.recorded_labs(root)
+    if not labs:
+        print(f"no verdicts recorded under {root / 'autograded'}: grade first", file=sys.stderr)
+        return 2
+    missing = 0
+    for lab in labs:
+        try:
+            tally, pairs, notes = report.write_report(root, lab, args.out)
+        except report.NoVerdicts as err:
+            print(err, file=sys.stderr)
+            missing += 1
+            continue
+        print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {len(pairs)} similar pairs: "
+              f"{(args.out or report.default_out(root)) / lab / 'index.html'}")
+        for note in notes:
+            print(f"  {note}", file=sys.stderr)
+    return 2 if missing else 0
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -153,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "lab":
             return _lab(root, args)
+        if args.command == "report":
+            return _report(root, args)
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ from torch import Tensor
 # ``failures``, ``candidates`` and ``sentinels`` never import this module; checks import their tools from here.
 from autograder.checks.candidates import is_remote
 from autograder.checks.failures import CheckFailed, ForbiddenCall
+from autograder.checks.mistakes import forbidden_id, id_in_message, mistake_id
 from autograder.checks.sentinels import forbidden, replaced
 
 __all__ = ["CheckFailed", "ForbiddenCall", "beside", "call", "check", "describe", "dtype_name", "expect_close",
@@ -48,21 +49,27 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
         except NotImplementedError:
             raise  # an untouched stub: let nbgrader show NotImplementedError as it is
         except CheckFailed as err:
-            raise type(err)(f"{fn.__name__} failed.\n{err}") from None
+            named = err.mistake_id
+            if isinstance(err, ForbiddenCall) and named == "unnamed":  # a sentinel's refusal names the exercise
+                named = forbidden_id(fn.__name__)
+            elif named == "unnamed":  # raised where only its message crossed (a scenario in the sandboxed child)
+                named = id_in_message(str(err))
+            raise type(err)(f"{fn.__name__} failed.\n{err}", mistake_id=named) from None
         print(f"{fn.__name__} passed.")
 
     return wrapper
 
 
 def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> None:
-    """Raise ``CheckFailed`` with the four parts of a teaching message."""
+    """Raise ``CheckFailed`` with the four parts of a teaching message; ``mistake``'s text gives
+    its stable id (``mistakes.mistake_id``)."""
     __tracebackhide__ = True
     lines = [f"  checked:  {what}", f"  expected: {expected}", f"  found:    {found}"]
     if mistake:
         lines.append(f"  likely mistake: {mistake}")
     if hint:
         lines.append(f"  hint: {hint}")
-    raise CheckFailed("\n".join(lines))
+    raise CheckFailed("\n".join(lines), mistake_id=mistake_id(mistake))
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -47,6 +47,10 @@ PROMISES: dict[str, list[str]] = {
         r" *vocab_size +ours s +tokenizers s +ours/tokenizers",
         rf" *\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
     ],
+    "bench_report.py": [
+        r"class of \d+ students on 02-self-attention: recorded verdicts, 4 exercises",
+        rf"report: {NUMBER} s \(median of \d+\), \d+ mistakes, \d+ similar pairs, \d+ KiB",
+    ],
     "bench_decode.py": [
         r".*; tokens identical in every round",
         r" *max_len +uncached ms +cached ms +uncached/cached",

@@ -58,6 +58,24 @@ def rnn_includes_h0(x, h0, W_xh, W_hh, b):
     return torch.cat([h0[:, None], out], dim=1), h
 
 
+def rnn_no_bias(x, h0, W_xh, W_hh, b):
+    return rnn_forward_einsum(x, h0, W_xh, W_hh, torch.zeros_like(b))
+
+
+def rnn_shifted(x, h0, W_xh, W_hh, b):
+    out, h = rnn_forward_einsum(x, h0, W_xh, W_hh, b)
+    return torch.cat([h0[:, None], out[:, :-1]], dim=1), h
+
+
+def rnn_time_first(x, h0, W_xh, W_hh, b):
+    out, h = rnn_forward_einsum(x, h0, W_xh, W_hh, b)
+    return out.transpose(0, 1), h
+
+
+def rnn_returns_h0(x, h0, W_xh, W_hh, b):
+    return rnn_forward_einsum(x, h0, W_xh, W_hh, b)[0], h0
+
+
 def rnn_transposed(x, h0, W_xh, W_hh, b):
     return rnn_forward_einsum(x, h0, W_xh, W_hh.T, b)
 
@@ -94,6 +112,10 @@ def test_rnn_forward_accepts_right_answers(candidate):
     (rnn_returns_first, "first hidden state"),
     (rnn_transposed, "W_hh.T"),
     (rnn_includes_h0, "outputs include h0"),
+    (rnn_no_bias, "the bias b is left out"),
+    (rnn_shifted, "outputs shifted by one step"),
+    (rnn_time_first, "not stacked along dim 1"),
+    (rnn_returns_h0, "returns the initial state h0"),
 ])
 def test_rnn_forward_names_mistakes(candidate, words, fails):
     """Does each known mistake of the recurrence fail with a message naming it?"""
@@ -231,6 +253,7 @@ def test_receptive_field_accepts_right_answers(candidate):
     (lambda k, n: k * n, "k * n"),
     (lambda k, n: n * (k - 1), "forgets the output position"),
     (lambda k, n: n * (k - 1) + 2, "one position too many"),
+    (lambda k, n: k ** n, "k ** n"),
 ])
 def test_receptive_field_names_mistakes(candidate, words, fails):
     """Does k * n, or an off-by-one, fail with a message naming it?"""

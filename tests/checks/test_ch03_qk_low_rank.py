@@ -194,6 +194,8 @@ def test_low_rank_error_from_the_residual_passes():
     (lambda W, r: torch.linalg.svdvals(W)[:r].sum(), "sum of the kept singular values"),
     (lambda W, r: torch.linalg.svdvals(W)[r + 1:].pow(2).sum().sqrt(), "off by one"),
     (lambda W, r: torch.linalg.svdvals(W)[:r].pow(2).sum().sqrt(), "kept part"),
+    (lambda W, r: torch.linalg.svdvals(W)[r - 1:].pow(2).sum().sqrt(), "dropped from index k - 1"),
+    (lambda W, r: torch.linalg.svdvals(W)[r], "spectral-norm error"),
 ])
 def test_wrong_low_rank_error_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of low_rank_error rejected with its name?"""

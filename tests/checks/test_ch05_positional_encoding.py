@@ -101,6 +101,15 @@ def test_wrong_encodings_are_named(kwargs, words, fails):
     fails(check_sinusoidal_encoding, lambda length, d: encoding_float32(length, d, **kwargs), said=words)
 
 
+@pytest.mark.parametrize("candidate, words", [
+    (lambda length, d: encoding_float32(length + 1, d)[1:], "positions counted from 1"),
+    (lambda length, d: encoding_float32(length, d).T, "(D, L) instead of (L, D)"),
+], ids=["from-one", "transposed"])
+def test_shifted_and_transposed_encodings_are_named(candidate, words, fails):
+    """Do a table whose positions start at 1 and a transposed table fail with their names?"""
+    fails(check_sinusoidal_encoding, candidate, said=words)
+
+
 def test_encoding_using_the_reference_is_forbidden(fails):
     """Is a table copied from the reference caught?"""
     fails(check_sinusoidal_encoding, lambda length, d: reference.sinusoidal_encoding(length, d), error=ForbiddenCall,
@@ -212,6 +221,7 @@ def test_valid_add_positions_pass(candidate):
     (lambda x, pe: x + pe[: x.size(1)], "not multiplied by sqrt(D)"),
     (lambda x, pe: x / math.sqrt(x.size(-1)) + pe[: x.size(1)], "divided by sqrt(D)"),
     (lambda x, pe: (x + pe[: x.size(1)]) * math.sqrt(x.size(-1)), "the encoding must not be scaled"),
+    (lambda x, pe: x * x.size(-1) + pe[: x.size(1)], "multiplied by D instead of sqrt(D)"),
 ])
 def test_wrong_add_positions_are_named(candidate, words, fails):
     """Do a missing, an inverted and a misplaced sqrt(D) fail with their names?"""

@@ -66,6 +66,22 @@ def ln_no_eps(x, weight, bias, eps=1e-5):
     return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True, unbiased=False) * weight + bias
 
 
+def ln_no_centring(x, weight, bias, eps=1e-5):
+    return x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * weight + bias
+
+
+def ln_over_variance(x, weight, bias, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, unbiased=False) + eps) * weight + bias
+
+
+def ln_no_affine(x, weight, bias, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps)
+
+
+def ln_affine_swapped(x, weight, bias, eps=1e-5):
+    return ln_no_affine(x, weight, bias, eps) * bias + weight
+
+
 def ln_torch(x, weight, bias, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
 
@@ -86,6 +102,10 @@ def test_layer_norm_right_answers_pass(candidate):
     (ln_eps_outside, ["eps outside the square root"]),
     (ln_batch_stats, ["BatchNorm"]),
     (ln_no_eps, ["eps left out", "NaN"]),
+    (ln_no_centring, ["the mean is not subtracted"]),
+    (ln_over_variance, ["divided by the variance"]),
+    (ln_no_affine, ["weight and bias not applied"]),
+    (ln_affine_swapped, ["weight and bias swapped"]),
 ])
 def test_layer_norm_wrong_answers_named(candidate, words, fails):
     """Does each known mistake of layer_norm fail with a message that names it?"""

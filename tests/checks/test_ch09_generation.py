@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from mistake_ids import note
 from student_copies import as_student
 from torch import nn
 
@@ -27,6 +28,7 @@ def _fails_naming(check, candidate, *words):
     with pytest.raises(CheckFailed) as info:
         check(candidate)
     assert not isinstance(info.value, ForbiddenCall), str(info.value)
+    note(info.value)
     message = str(info.value)
     for word in words:
         assert word in message, f"{word!r} not in:\n{message}"
@@ -150,8 +152,9 @@ def test_beam_of_one_must_be_greedy():
 
 def test_beam_reference_is_forbidden():
     """Are the reference's beam search and greedy decoding (or its loop) caught, called or handed in as they are?"""
-    with pytest.raises(ForbiddenCall):
+    with pytest.raises(ForbiddenCall) as info:
         check_beam_search(lambda *args: generate.beam_search(*args))
+    note(info.value)
     with pytest.raises(ForbiddenCall):
         check_beam_search(generate.beam_search)
     with pytest.raises(ForbiddenCall):
@@ -309,8 +312,9 @@ def test_decoder_only_wrong_answers_fail_by_name(flags, words):
 @pytest.mark.parametrize("candidate", [DecoderOnlySubclass, DecoderOnlyTorchStack])
 def test_decoder_only_reference_and_pytorch_stack_are_forbidden(candidate):
     """Are a subclass of the reference's DecoderOnly and PyTorch's nn.TransformerEncoder caught?"""
-    with pytest.raises(ForbiddenCall):
+    with pytest.raises(ForbiddenCall) as info:
         check_decoder_only(candidate)
+    note(info.value)
 
 
 # ----------------------------------------------------------------------------- next_token_loss
@@ -383,8 +387,9 @@ def test_next_token_loss_wrong_answers_fail_by_name(flags, words):
 
 def test_next_token_loss_with_cross_entropy_is_forbidden():
     """Is PyTorch's F.cross_entropy caught (the exercise is to write it)?"""
-    with pytest.raises(ForbiddenCall, match="cross_entropy"):
+    with pytest.raises(ForbiddenCall, match="cross_entropy") as info:
         check_next_token_loss(loss_cross_entropy)
+    note(info.value)
 
 
 # ----------------------------------------------------------------------------- stubs

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import LAB, REPO, answered, index_of, submit, with_cell
+from grading_helpers import LAB, REPO, answered, index_of, released, submit, with_cell
 
 from autograder.grading.grader import pipeline
 from autograder.grading.grader.feedback import DROPPED, ClearHiddenTestsAndPaths
+from autograder.grading.grader.verdicts_file import read_verdicts
 
 TEST_CELL = """from autograder.checks import check_relu
 check_relu(relu)
@@ -73,6 +74,7 @@ def test_grader_paths_are_replaced_in_printed_text() -> None:
     assert nb.cells[0].outputs[0].text == "saved in <grader>\n"
 
 
+SUMMED_MSE = "def mean_squared_error(pred, target):\n    return ((pred - target) ** 2).sum()\n"
 HELPER_RELU = "def _helper(x):\n    return x.no_such_method()\n\ndef relu(x):\n    return _helper(x)\n"
 
 
@@ -85,7 +87,8 @@ def _text(page: str) -> str:
 def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) -> None:
     """In a real autograded lab whose hidden tests fail, does the feedback HTML show the
     check's message (without the hidden test's expected value) but not the hidden tests, their
-    seeds' loop, or the grader's paths; and where a student's function fails, its own frames?"""
+    seeds' loop, or the grader's paths; and where a student's function fails, its own frames?
+    Does each student's verdicts.json record a wrong, a blank and a right answer as such?"""
     from test_robustness import HARD_CODED_RELU
 
     nb = answered("mean_squared_error")
@@ -95,12 +98,17 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     frames = answered("mean_squared_error")
     frames.cells[index_of(frames, "relu")].source = HELPER_RELU
     submit(tmp_path / "inbox", "helper", frames)
+    mixed = released()  # relu left as released, a mean squared error that sums
+    mixed.cells[index_of(mixed, "mean_squared_error")].source = SUMMED_MSE
+    submit(tmp_path / "inbox", "mixed", mixed)
     outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
     # the hard-coded answer is told apart from an honest failure, and its import of the checks flagged
     hard_coded = ["test cell test_relu: the visible check passed but the hidden tests failed (hard-coded outputs?)",
                   "relu: the answer imports `autograder.checks.core`: flagged for a look, not scored 0"]
     assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [("hc", 3, 5, hard_coded),
-                                                                              ("helper", 3, 5, [])]
+                                                                              ("helper", 3, 5, []),
+                                                                              ("mixed", 0, 5, [])]
+    _verdicts_recorded(course)
     page = (course / "feedback" / "hc" / LAB / f"{LAB}.html").read_text()
     text = _text(page)
     # the hidden test's failure, as the independent check raised it, without the hidden test's answer
@@ -119,3 +127,33 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     assert f"Cell In[{count}], line 5, in relu" in helper and "return _helper(x)" in helper, helper
     assert f"Cell In[{count}], line 2, in _helper" in helper and "x.no_such_method()" in helper
     assert "AttributeError" in helper
+
+
+def _verdicts_recorded(course: Path) -> None:
+    """The verdicts files of the class graded above: statuses, points, mistake ids, messages as
+    the feedback shows them, answers as submitted; and never copied into the feedback."""
+    from nbgrader.utils import find_all_files
+
+    from autograder.grading.grader.nbconfig import load_config
+
+    found = {student: read_verdicts(course / "autograded" / student / LAB / "verdicts.json")
+             for student in ("hc", "helper", "mixed")}
+    rows = {student: [(e.exercise, e.answer_cells, e.status, e.points, e.max_points, e.mistake)
+                      for e in v.exercises] for student, v in found.items()}
+    right_mse = ("test_mean_squared_error", ["mean_squared_error"], "passed", 3.0, 3.0, None)
+    assert rows == {
+        "hc": [("test_relu", ["relu"], "failed", 0.0, 2.0, "unnamed"), right_mse],
+        "helper": [("test_relu", ["relu"], "failed", 0.0, 2.0, "unnamed"), right_mse],
+        "mixed": [("test_relu", ["relu"], "blank", 0.0, 2.0, None),
+                  ("test_mean_squared_error", ["mean_squared_error"], "failed", 0.0, 3.0,
+                   "mean-squared-error/summed")]}
+    mixed = found["mixed"]
+    assert (mixed.student, mixed.original_id, mixed.lab) == ("mixed", None, LAB)
+    assert mixed.answers == {"relu": released().cells[index_of(released(), "relu")].source,
+                             "mean_squared_error": SUMMED_MSE}
+    assert "likely mistake: summed the squared errors" in mixed.exercises[1].message
+    hidden = found["hc"].exercises[0].message  # a hidden test failed: no expected value, as in the feedback
+    assert "check_relu failed." in hidden and "found:" in hidden and "expected:" not in hidden
+    assert not list((course / "feedback").rglob("verdicts.json"))
+    ignore = load_config(course, {}).CourseDirectory.ignore  # nbgrader's generate_feedback copies the rest
+    assert "verdicts.json" not in str(find_all_files(str(course / "autograded" / "mixed" / LAB), ignore))

@@ -106,7 +106,7 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     # nothing left behind: no planted module, no file outside the grading outputs, no process, no connection
     assert not planted_exists
     assert _files(package) == package_files
-    grading_outputs = ("submitted", "autograded", "feedback", "grading-logs", "gradebook.db", "grades.csv")
+    grading_outputs = ("submitted", "autograded", "feedback", "grading-logs", "gradebook.db", "grades.csv", "reports")
     assert {f for f in _files(course) - course_files if not f.startswith(grading_outputs)} == set()
     assert not (home / "written.txt").exists() and not Path("/tmp/autograder-hostile-written.txt").exists()
     assert not ESCAPED.exists() and not (course / "escaped.txt").exists()

@@ -68,6 +68,10 @@ def test_a_second_clone_graded_with_another_checkouts_environment(tmp_path: Path
     rows = {r["student_id"]: (float(r["score"]), float(r["max_score"]))
             for r in csv.DictReader((clone / "grades.csv").open())}
     assert rows == {"full": (5, 5), "signals": (5, 5), "stub": (0, 5)}, run.stdout
+    # grade's last step, the class report: the stub's two exercises blank, the rest passed
+    exercises = {r["exercise"]: (r["passed"], r["failed"], r["blank"])
+                 for r in csv.DictReader((clone / "reports" / LAB / "exercises.csv").open())}
+    assert exercises == {"test_relu": ("2", "0", "1"), "test_mean_squared_error": ("2", "0", "1")}, run.stdout
     assert f"grading imports autograder from the course ({clone / 'autograder'})" in run.stdout
 
 

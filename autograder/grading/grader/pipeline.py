@@ -37,6 +37,7 @@ from autograder.grading.grader.files import readable_by_others
 from autograder.grading.grader.ids import safe_id
 from autograder.grading.grader.jobs import Job, Result
 from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
+from autograder.grading.grader.report.step import report
 from autograder.grading.grader.screening import after_grading, inspect_submission
 from autograder.grading.grader.staging import stage
 from autograder.grading.grader.worker import WorkerProcess
@@ -292,7 +293,7 @@ def export(g: Grading) -> None:
 
 
 # The steps of a grading, in order; a new one (a class report) is appended here.
-STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export]
+STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export, report]
 
 
 def grade(root: Path, source: Path, options: Options | None = None,

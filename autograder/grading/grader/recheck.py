@@ -53,12 +53,21 @@ class Verdict:
     exercise: str = ""  # the test cell's grade id
     points: float = 0.0  # what the exercise scores, once the gradebook is settled
     max_points: float = 0.0
-    mistake: str = "unnamed"  # the named mistake, once the checks name theirs (issue 28)
+    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/mistakes.py)
 
     def to_dict(self) -> dict[str, object]:
         """The verdict as plain JSON values (the raised exception stays here)."""
         return {"exercise": self.exercise, "passed": self.passed, "points": self.points,
                 "max_points": self.max_points, "message": self.message, "mistake": self.mistake}
+
+
+def mistake_of(error: BaseException) -> str:
+    """The id of the mistake a check raised here named (set by this process's own checks,
+    never read from the child), else ``"unnamed"``."""
+    from autograder.checks.failures import CheckFailed
+
+    named = getattr(error, "mistake_id", None) if isinstance(error, CheckFailed) else None
+    return named if isinstance(named, str) and named else "unnamed"
 
 
 def test_cells(source: Path) -> dict[str, str]:
@@ -184,7 +193,8 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
             except (wire.WireError, TimeoutError):
                 raise
             except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
-                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id)
+                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id,
+                                             mistake=mistake_of(err))
             if child.connection.broken:
                 raise wire.PeerGone(child.connection.broken)
     except (wire.WireError, TimeoutError, OSError) as err:

@@ -11,6 +11,8 @@ record of the verdicts, another flag) is added to the list, not written into the
     into_notebook      its verdicts shown in the autograded notebook's test cells, for feedback
     flags              answers that retype the reference or touch the checks: notes, never points
     feedback           nbgrader generate_feedback
+    record             the verdicts as data, autograded/STUDENT/LAB/verdicts.json (never in the
+                       feedback), for the class report
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.grader import gradebook, recheck, sandbox, similarity
+from autograder.grading.grader import gradebook, recheck, record, sandbox, similarity
 from autograder.grading.grader import verdicts as verdicts_of
 from autograder.grading.grader.jobs import Job, Result, Run
 from autograder.grading.grader.recheck import GraderError, Verdict
@@ -135,7 +137,7 @@ def feedback(s: Submission) -> bool:
 
 
 Step = Callable[[Submission], bool]
-STEPS: list[Step] = [autograde, independent_check, into_notebook, flags, feedback]
+STEPS: list[Step] = [autograde, independent_check, into_notebook, flags, feedback, record.record]
 
 
 def grade(s: Submission, steps: list[Step] = STEPS) -> Result:

@@ -1,0 +1,46 @@
+"""The report's CSV files: the same numbers as the page, for a spreadsheet. The files under
+``class/`` carry no student id; every cell a spreadsheet would read as a formula is neutralised."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from autograder.grading.grader.ids import csv_cell
+from autograder.grading.grader.report import plots
+from autograder.grading.grader.report.lessons import lesson
+from autograder.grading.grader.report.similar import Pair
+from autograder.grading.grader.report.tally import Tally
+
+
+def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(head)
+    for row in rows:
+        writer.writerow([csv_cell(f"{c:g}" if isinstance(c, float) else str(c)) for c in row])
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+
+
+def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[Path]:
+    """Write the report's CSV files into ``folder`` (with ids, or the class copy without); their paths."""
+    written: dict[str, tuple[list[str], list[list[object]]]] = {
+        "distribution.csv": (["score_from", "score_to", "students"], [[lo, hi, n] for lo, hi, n in plots.bins(t)]),
+        "exercises.csv": (["rank", "exercise", "max_points", "passed", "failed", "blank", "attempted", "lost_points",
+                           "most_common_mistake", "taught_in"],
+                          [[rank, e.name, e.max_points, e.passed, e.failed, e.blank, e.attempted, e.lost,
+                            e.top_mistake() or "", (where.url() if (where := lesson(t.lab, e.name)) else "")]
+                           for rank, e in enumerate(t.ranked(), 1)]),
+        "mistakes.csv": (["exercise", "mistake", "students", "attempted", "share"] + (["ids"] if ids else []),
+                         [[m.exercise, m.mistake, m.count, m.attempted, round(m.share, 4)]
+                          + ([" ".join(m.students)] if ids else []) for m in t.mistakes]),
+    }
+    if ids:
+        written["scores.csv"] = (["student_id", "score", "max_score"], [list(s) for s in t.scores])
+        written["similar.csv"] = (["exercise", "student_a", "student_b", "similarity"],
+                                  [[p.exercise, p.first, p.second, p.similarity] for p in pairs])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (head, rows) in written.items():
+        _write(folder / name, head, rows)
+    return [folder / name for name in written]

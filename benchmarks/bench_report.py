@@ -1,0 +1,50 @@
+"""The class report of one lab for a class of 500, from recorded verdicts: seconds.
+
+The class is ``report.example``'s (verdicts.json files written once, each student's answers
+their own); the report is written from them ``--repeats`` times in one process and the median
+reported: reading every file, the tally, the similar-answer search (fingerprints and the
+prefix-filtered join), the two plots, both HTML pages and the CSV files. Grading is not timed
+here: the report only reads what grading recorded.
+
+    python benchmarks/bench_report.py
+    python benchmarks/bench_report.py --students 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--students", type=int, default=500, help="students in the class")
+    p.add_argument("--repeats", type=int, default=3, help="reports written; the median is reported")
+    p.add_argument("--smoke", action="store_true", help="50 students, one report: seconds")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from autograder.grading.grader.report import example, write_report
+
+    students, repeats = (50, 1) if args.smoke else (args.students, args.repeats)
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
+        root = Path(folder)
+        example.example_class(root, students)
+        print(f"class of {students} students on {example.LAB}: recorded verdicts, {len(example.PLAN)} exercises")
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            tally, pairs, _ = write_report(root, example.LAB)
+            times.append(time.perf_counter() - start)
+        print(f"report: {statistics.median(times):.2f} s (median of {repeats}), {len(tally.mistakes)} mistakes, "
+              f"{len(pairs)} similar pairs, {sum(p.stat().st_size for p in (root / 'reports').rglob('*')) // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Similar submissions: is a shared answer flagged, and are answers written independently not?"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import report_class
+
+from autograder import reference
+from autograder.grading.grader.report import similar
+
+CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("test_ch*.py"))
+
+
+def test_the_shared_pair_is_flagged(reported):
+    """Is the answer that two students share, renamed and reformatted, flagged on its exercise?"""
+    first, second = reported.planted.shared
+    assert [(p.exercise, p.first, p.second) for p in reported.pairs if p.exercise == "test_softmax"] == \
+        [("test_softmax", first, second)]
+
+
+def test_only_shared_or_identical_answers_are_flagged(reported):
+    """Is every flagged pair the planted one or two students given the very same variant (never a blank)?"""
+    sources = reported.planted.sources
+    for p in reported.pairs:
+        if [p.first, p.second] != reported.planted.shared:
+            assert sources[(p.exercise, p.first)] == sources[(p.exercise, p.second)] != "blank", p
+
+
+def test_renaming_and_reformatting_change_nothing():
+    """Do renamed variables, split lines, comments and the stub's own lines vanish from the normalised code?"""
+    stub = ["def f(x, dim=-1):", '    """Doc."""']
+    a = 'def f(x, dim=-1):\n    """Doc."""\n    y = x.exp()  # why\n    return y / y.sum(dim, keepdim=True)\n'
+    b = 'def f(x, dim=-1):\n    """Doc."""\n    e = x.exp()\n\n    return e / e.sum(dim,\n  keepdim=True)\n'
+    assert similar.normalise(a, stub) == ["N", "=", "N", ".", "exp", "(", ")", ";", "return", "N", "/", "N", ".",
+                                          "sum", "(", "N", ",", "N", "=", "True", ")", ";"]
+    assert similar.normalise(b, stub) == similar.normalise(a, stub)
+
+
+def test_short_answers_are_not_compared():
+    """Are two identical answers shorter than K normalised tokens left unflagged, and longer ones flagged?"""
+    short = "return x @ W.T\n"
+    assert len(similar.normalise(short)) < similar.MIN_TOKENS
+    assert similar.similar_pairs("e", {"a": short, "b": short}) == []
+    long = "\n".join(f"y{i} = x.sum({i}) * w.mean({i})" for i in range(4))
+    assert len(similar.normalise(long)) >= similar.MIN_TOKENS
+    assert [(p.first, p.second) for p in similar.similar_pairs("e", {"a": long, "b": long.replace("y", "z")})] == \
+        [("a", "b")]
+
+
+PASSES = re.compile(r"accept|right_answers|pass")  # the tests that hold right answers ...
+NOT_PASSES = re.compile(r"fail|name|forbid|mistake|stub|reject|validated|refuse")  # ... and not wrong ones
+
+
+def _valid_variants(path: Path) -> list[str]:
+    """The right answers of the checks' tests in ``path``: the module's functions and classes
+    that a test of right answers names (in its body or its parametrize), and the reference's own."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    defined = {n.name: ast.get_source_segment(text, n) for n in tree.body
+               if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("test_")}
+    sources = []
+    for test in tree.body:
+        if not (isinstance(test, ast.FunctionDef) and PASSES.search(test.name) and not NOT_PASSES.search(test.name)):
+            continue
+        for node in itertools.chain.from_iterable(ast.walk(n) for n in [test, *test.decorator_list]):
+            if isinstance(node, ast.Name) and node.id in defined:
+                sources.append(defined[node.id])
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "reference"
+                  and inspect.isfunction(getattr(reference, node.attr, None))):
+                sources.append(inspect.getsource(getattr(reference, node.attr)))
+    return [s for s in dict.fromkeys(sources) if s]
+
+
+def test_independent_valid_variants_are_not_flagged():
+    """Is no pair of the right answers written independently in the checks' tests flagged, above K?"""
+    compared, flagged = 0, []
+    for path in CHECK_TESTS:
+        for group in [_valid_variants(path)]:
+            # each as its own answer: the def line is the stub's, so it is left out as the stub's lines are
+            tokens = {s: similar.normalise(s, s.splitlines()[:1]) for s in group}
+            long = [s for s in group if len(tokens[s]) >= similar.MIN_TOKENS]
+            for a, b in itertools.combinations(long, 2):
+                compared += 1
+                score = similar.similarity(similar.fingerprints(tokens[a]), similar.fingerprints(tokens[b]))
+                if score >= similar.THRESHOLD:
+                    flagged.append(f"{path.name}: {a.splitlines()[0]} ~ {b.splitlines()[0]} ({score:.2f})")
+    assert compared >= 200, compared
+    assert not flagged, flagged
+
+
+def test_an_answer_python_cannot_read_is_still_compared():
+    """Are two copies of an answer with a syntax error (renamed) still flagged, read as words and symbols?"""
+    broken = "\n".join(f"y{i} = x.sum({i} * w.mean({i})" for i in range(4))  # parentheses never closed
+    assert len(similar.normalise(broken)) >= similar.MIN_TOKENS
+    assert len(similar.similar_pairs("e", {"a": broken, "b": broken.replace("y", "z")})) == 1
+
+
+def test_fingerprints_are_the_same_in_every_process():
+    """Does a rerun in another process (another seed of Python's str hash) give the same fingerprints?"""
+    code = ("from autograder.grading.grader.report import similar; "
+            f"print(sorted(similar.fingerprints(similar.normalise(open({str(report_class.SHARED)!r}).read()))))")
+    runs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
+                           capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    assert len(runs) == 1 and len(runs.pop()) > 20
