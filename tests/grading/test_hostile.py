@@ -99,9 +99,8 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         assert any(line.startswith(f"  not graded: {name}: ") and phrase in line for line in text.splitlines()), \
             f"{name}: no line saying {phrase!r} in\n{text}"
     assert "  perms-open/: was writable by others (mode 777)" in text
-    for folder in ("autograded", "feedback"):
-        assert sorted(p.name for p in (course / folder / "links-extra" / LAB).iterdir()) in \
-            ([f"{LAB}.ipynb"], [f"{LAB}.html"]), folder
+    for folder, expected in (("autograded", [f"{LAB}.ipynb", "verdicts.json"]), ("feedback", [f"{LAB}.html"])):
+        assert sorted(p.name for p in (course / folder / "links-extra" / LAB).iterdir()) == expected, folder
     assert not any(b"KEY-SECRET-0451" in p.read_bytes() for p in course.rglob("*") if p.is_file())
     # nothing left behind: no planted module, no file outside the grading outputs, no process, no connection
     assert not planted_exists

@@ -9,7 +9,8 @@ submissions into submitted/, apply --student and --lab), ``prepare`` (the gradeb
 every lab), ``make_jobs`` (a look at each notebook, one job for each that can be graded, its
 bytes staged in a folder of ours that nbgrader reads instead of submitted/), ``grade_each``
 (the jobs on worker processes, each result recorded), ``score`` (0 for what could not be
-graded, the scores read back) and ``export`` (grades.csv). The summary is ``outcomes.summary``.
+graded, the scores read back), ``export`` (grades.csv) and ``report`` (the class report of each
+lab, from the verdicts the workers recorded). The summary is ``outcomes.summary``.
 """
 
 from __future__ import annotations
