@@ -264,7 +264,8 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     # the claimed time and the exchange's secret alone travel on, checked, for nbgrader's exchange
     # to hand the feedback back
     autograded = root / "autograded" / "ada" / LAB
-    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "submission_secret.txt", "timestamp.txt"]
+    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "submission_secret.txt", "timestamp.txt",
+                                                            "verdicts.json"]
     assert (autograded / "timestamp.txt").read_text() == "2000-01-01 00:00:00.000000 UTC\n"
     assert (autograded / "submission_secret.txt").read_text() == "c2VjcmV0"
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}

@@ -53,11 +53,11 @@ def test_the_steps_of_a_submission_run_in_order_and_stop_at_false() -> None:
     assert ran == ["first", "second"] and result is s.result
 
 
-def test_the_default_steps_are_autograde_check_notebook_flags_feedback() -> None:
+def test_the_default_steps_are_autograde_check_notebook_flags_feedback_record() -> None:
     """Are the worker's steps, in order, autograde, the independent check, its verdicts into
-    the notebook, the flags and the feedback?"""
+    the notebook, the flags, the feedback and the record of the verdicts (verdicts.json)?"""
     assert [step.__name__ for step in submission.STEPS] == [
-        "autograde", "independent_check", "into_notebook", "flags", "feedback"]
+        "autograde", "independent_check", "into_notebook", "flags", "feedback", "record"]
 
 
 def test_a_step_appended_to_a_grading_runs_after_the_others(tmp_path) -> None:
@@ -78,4 +78,4 @@ def test_a_step_appended_to_a_grading_runs_after_the_others(tmp_path) -> None:
                               steps=[first, report])
     assert seen == ["first", "report of [('ada', '00-warmup')]"] and list(outcomes) == []
     assert [step.__name__ for step in pipeline.STEPS] == [
-        "intake", "prepare", "make_jobs", "grade_each", "score", "export"]
+        "intake", "prepare", "make_jobs", "grade_each", "score", "export", "report"]

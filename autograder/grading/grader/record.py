@@ -17,6 +17,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader.utils import compute_checksum
 
+from autograder import notebook_cells
 from autograder.grading.grader import verdicts as verdicts_of
 from autograder.grading.grader.collect import recorded_originals
 from autograder.grading.grader.recheck import test_cells
@@ -59,7 +60,8 @@ class Graded(Protocol):
 
 
 def _nbgrader(cell: NotebookNode) -> dict[str, Any]:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
+    """The cell's nbgrader metadata, ``{}`` where a submission made it something else than a dict."""
+    meta = notebook_cells.fields(cell)
     return meta if isinstance(meta, dict) else {}
 
 

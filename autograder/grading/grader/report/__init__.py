@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder import notebook_cells
 from autograder.grading.grader.report import page, sheets, similar
 from autograder.grading.grader.report.tables import write_tables
 from autograder.grading.grader.report.tally import Tally, tally
@@ -36,7 +37,7 @@ def given_lines(root: Path, lab: str) -> dict[str, list[str]]:
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])  # the release is ours: plain JSON
     given = {}
     for cell in cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = notebook_cells.fields(cell)
         if meta.get("solution") and meta.get("grade_id"):
             source = cell.get("source", "")
             given[meta["grade_id"]] = ("".join(source) if isinstance(source, list) else source).splitlines()
