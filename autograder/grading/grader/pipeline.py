@@ -204,7 +204,9 @@ def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], 
         for worker in every_worker:
             worker.stop()
         raise
-    finally:
+    finally:  # each takes about a second to end: all are told before any is waited for
+        for worker in every_worker:
+            worker.hang_up()
         for worker in every_worker:
             worker.close()
 
