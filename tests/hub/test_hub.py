@@ -13,8 +13,9 @@ The tests then look at what each got and at what each could reach.
 
 The shared environment is kept between runs (``ENV_CACHE``, one per content of
 hub/requirements.txt), so the guide's ``pip install`` finds everything there after the first
-run (which builds it in about a minute); the course's wheel is built and installed each run. Root only (it creates accounts); skips
-where jupyterhub, configurable-http-proxy or Chromium are absent (``.ci/run`` installs them).
+run (which builds it in about a minute); the course's wheel is built and installed each run.
+Root only (it creates accounts); skips where jupyterhub, configurable-http-proxy or Chromium
+are absent (``.ci/run`` installs them).
 Run it alone (``pytest -m hub``): it takes a few minutes and grades with the sandbox.
 """
 
