@@ -18,6 +18,7 @@ refused at the Python level (``sentinels``, ``clones``), as they are Python.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -107,12 +108,28 @@ class RefuseOps(TorchDispatchMode):
         super().__init__()
         self.refusals = dict(refusals)
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """PyTorch would wrap ``__torch_dispatch__`` so that TorchDynamo never compiles it, and
+        that wrapper imports TorchDynamo at its first call: 1.5 s, in every kernel and check
+        child that grades a ``forbidden`` block. The wrapping is done below, only once Dynamo is loaded."""
+        return False
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (),
                            kwargs: Mapping[str, Any] | None = None) -> Any:
-        refusal = self.refusals.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
-        if refusal is not None:
-            raise refusal(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
+        if "torch._dynamo" in sys.modules:  # a compilation may be running: keep it out of this frame
+            return _refuse_uncompiled(self, func, args, kwargs)
+        return _refuse(self, func, args, kwargs)
+
+
+def _refuse(mode: RefuseOps, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> Any:
+    refusal = mode.refusals.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
+    if refusal is not None:
+        raise refusal(func.overloadpacket.__name__)
+    return func(*args, **(kwargs or {}))
+
+
+_refuse_uncompiled = torch._disable_dynamo(_refuse, recursive=True)
 
 
 class RefuseBuiltins(torch.overrides.TorchFunctionMode):

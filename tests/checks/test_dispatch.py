@@ -25,10 +25,11 @@ CHECKS = Path(autograder.checks.__file__).parent
 
 
 def _torch_targets() -> set[str]:
-    """Every ``"torch. ..."`` path written in a check module (dropout.py replaces, never forbids)."""
+    """Every ``"torch. ..."`` path written in a check module (dropout.py replaces, never forbids;
+    dispatch.py holds the decisions, and names ``torch._dynamo`` as a module)."""
     found = set()
     for path in CHECKS.glob("*.py"):
-        if path.name == "dropout.py":
+        if path.name in ("dropout.py", "dispatch.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) \
@@ -135,3 +136,35 @@ def test_a_valid_answer_and_its_backward_pass_run_under_the_refusals() -> None:
         loss = ((candidate(x) - 0.2) ** 2).mean()
         loss.backward()
     assert x.grad is not None and x.grad.dtype == torch.float64
+
+
+_REFUSAL_IN_A_FRESH_PROCESS = """
+import sys
+import torch
+if sys.argv[1] == "dynamo":
+    import torch._dynamo  # as after a student's torch.compile
+from autograder.checks.core import ForbiddenCall, forbidden
+def candidate(x):
+    return torch.ops.aten.relu(torch.where(x > 0, x, 0.0))
+try:
+    with forbidden(candidate, ["torch.relu"], instead="Build it."):
+        candidate(torch.ones(2))
+except ForbiddenCall as err:
+    print("refused:", err)
+print("dynamo loaded:", "torch._dynamo" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("dynamo", ["dynamo", "plain"])
+def test_the_op_refusal_holds_and_loads_no_compiler(dynamo: str) -> None:
+    """Is an op refused below its Python name, in a fresh process, without loading TorchDynamo
+    (PyTorch's own wrapper of a dispatch mode imports it at the first op: 1.5 s in every kernel
+    and check child), and still refused once a compilation has loaded it?"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _REFUSAL_IN_A_FRESH_PROCESS, dynamo], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: your code reaches `torch.relu` as PyTorch's operation aten.relu" in done.stdout, done.stdout
+    assert f"dynamo loaded: {dynamo == 'dynamo'}" in done.stdout, done.stdout
