@@ -147,8 +147,11 @@ def test_search(browser, site_url):
         ec.visibility_of_element_located((By.CSS_SELECTOR, "#pst-search-dialog input[name=q]")))
     field.send_keys("LayerNorm", Keys.ENTER)
     WebDriverWait(browser, TIMEOUT).until(ec.url_contains("search.html"))
-    results = WebDriverWait(browser, TIMEOUT).until(
-        lambda b: b.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a") or None)
+    # Sphinx lists the hits one at a time, 5 ms apart, and says "Search finished" after the
+    # last: read the list only then, or a slow machine sees the first few hits only.
+    WebDriverWait(browser, TIMEOUT).until(ec.text_to_be_present_in_element(
+        (By.CSS_SELECTOR, "#search-results p.search-summary"), "Search finished"))
+    results = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
     hrefs = [a.get_attribute("href") for a in results]
     assert any("book/notation.html" in h for h in hrefs), hrefs
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
