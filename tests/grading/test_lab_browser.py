@@ -157,10 +157,11 @@ def _open_menu(browser, menu: str) -> dict:
     """Open the main menu ``menu``; return its visible entries, label to element."""
     from selenium.webdriver.common.by import By
 
-    items = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
-    item = next((i for i in items if i.text.strip() == menu), None)
-    assert item is not None, f"no {menu} menu in {[i.text for i in items]}"
-    item.click()
+    def item(b):  # an extension's menu may join the bar after the bar is shown
+        return next((i for i in b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
+                     if i.text.strip() == menu), None)
+
+    _wait(browser, item, f"no {menu} menu in the menu bar").click()
     entries = _wait(browser, lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item")
                                         if e.is_displayed()], f"the {menu} menu did not open")
     return {e.find_element(By.CSS_SELECTOR, ".lm-Menu-itemLabel").text.strip(): e for e in entries}
