@@ -203,5 +203,6 @@ if __name__ == "__main__":
     serve()
     # Every answer is written and the gradebook's lock released: skip the interpreter's
     # teardown of torch and nbgrader (about a second, and the pipeline waits for it).
+    sys.stdout.flush()  # on the worker's stderr since _channels, like stderr itself
     sys.stderr.flush()
     os._exit(0)
