@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.core import call, check, expect_close, fail, forbidden, random_tensor
+from autograder.checks.core import call, check, expect_close, fail, forbidden, random_tensor, writes_back
 
 _RELU_OPS = [
     "torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
@@ -37,7 +37,7 @@ def check_relu(relu, seed: int = 0) -> None:
         before = x.clone()
         what = f"relu(x) for x of shape {shape}, {str(dtype).replace('torch.', '')} (seed {seed})"
         expected = _relu(x)
-        with forbidden(relu, _RELU_OPS, _BUILD_RELU):
+        with forbidden(relu, _RELU_OPS, _BUILD_RELU), writes_back(relu, x):
             found = call(relu, x, what=what)
         if not torch.equal(x, before):
             fail(what, "x left unchanged", "x was modified in place",

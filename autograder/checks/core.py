@@ -20,8 +20,9 @@ Writing a check::
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import torch
@@ -268,6 +269,18 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
 # (``candidates.is_remote``) is asked here, by ``describe`` and ``beside``, and by the
 # sentinels, which block their targets over there: that question has its own module,
 # which imports neither.
+
+
+@contextlib.contextmanager
+def writes_back(candidate: Any, *tensors: Tensor) -> Iterator[None]:
+    """While the block runs, an in-place change the candidate makes to one of ``tensors`` shows
+    here, where the candidate is a handle to the sandboxed child too (a check that looks for an
+    in-place mistake names the input it watches). Nothing else the child changes comes back."""
+    if is_remote(candidate):
+        with candidate.__remote_write_back__(tensors):
+            yield
+    else:
+        yield
 
 
 def beside(candidate: Any, scenario: Callable[..., Any], *args: Any) -> Any:

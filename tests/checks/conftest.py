@@ -53,7 +53,7 @@ def across(check: Callable[..., Any]) -> Callable[..., Any]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """The tests of the checks run on both sides; the core's own tests (its helpers, not
     checks) run once."""
-    if not metafunc.module.__name__.endswith(("test_core", "test_mistakes")):
+    if not metafunc.module.__name__.endswith(("test_core", "test_mistakes", "test_write_back")):
         metafunc.parametrize("candidate_side", ["here", "across"], indirect=True)
 
 

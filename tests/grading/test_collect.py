@@ -425,3 +425,64 @@ def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path) -
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o750 if path.is_dir() else 0o640)
     assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []
+
+
+def test_two_students_with_one_name_keep_two_ids(tmp_path: Path) -> None:
+    """Do two Moodle participants named John Smith (201, 202) and two Canvas users named smithjohn
+    (501, 502) get four ids, each with their own notebook and the LMS's account beside the name,
+    and does a later download give each the same id again, whatever the order?"""
+    root = make_course(tmp_path / "course")
+    members = {
+        f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "john 201",
+        f"John Smith_202_assignsubmission_file_/{LAB}.ipynb": "john 202",
+        f"smithjohn_501_9001_{LAB}.ipynb": "smith 501",
+        f"smithjohn_LATE_502_9002_{LAB}.ipynb": "smith 502",
+    }
+    collected = collect(root, _zip(tmp_path / "class.zip", members), [LAB])
+    assert len(collected.pairs) == 4 and collected.not_graded == []
+    who = {collected.originals.get(s, s): _graded(root, s) for s, _ in collected.pairs}
+    assert who == {"John Smith (Moodle 201)": "john 201", "John Smith (Moodle 202)": "john 202",
+                   "smithjohn (Canvas 501)": "smith 501", "smithjohn (Canvas 502)": "smith 502"}
+    ids = {collected.originals[s]: s for s, _ in collected.pairs}
+    again = collect(root, _zip(tmp_path / "again.zip", dict(reversed(members.items()))), [LAB])
+    assert {again.originals[s]: s for s, _ in again.pairs} == ids
+    assert recorded_late(root) == {(ids["smithjohn (Canvas 502)"], LAB): "LATE"}
+
+
+def test_an_earlier_row_is_kept_by_the_one_student_of_that_name(tmp_path: Path) -> None:
+    """Does a gradebook that holds the old id (the bare name) carry on: the one student of that
+    name keeps it, and a namesake who joins later gets an id of their own?"""
+    root = make_course(tmp_path / "course")
+    (root / "submitted" / "John Smith" / LAB).mkdir(parents=True)  # an earlier version's collection
+    first = collect(root, _zip(tmp_path / "a.zip", {f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201"}),
+                    [LAB])
+    assert first.pairs == [("John Smith", LAB)]
+    assert recorded_originals(root) == {"John Smith": "John Smith (Moodle 201)"}
+    second = collect(root, _zip(tmp_path / "b.zip", {
+        f"John Smith_202_assignsubmission_file_/{LAB}.ipynb": "202",
+        f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201 again"}), [LAB])
+    other = next(s for s, _ in second.pairs if s != "John Smith")
+    assert _graded(root, "John Smith") == "201 again" and _graded(root, other) == "202"
+
+
+def test_a_name_shaped_like_a_mapped_id_never_takes_that_id(tmp_path: Path) -> None:
+    """Does a participant whose literal name is the id another's name maps to (Ann O'Neil's)
+    get an id of their own, from a zip and from folders in place, with nothing overwritten?"""
+    root = make_course(tmp_path / "course")
+    ann = safe_id("Ann O'Neil")
+    collected = collect(root, _zip(tmp_path / "class.zip", {
+        f"Ann O'Neil_301_assignsubmission_file_/{LAB}.ipynb": "ann",
+        f"{ann}_302_assignsubmission_file_/{LAB}.ipynb": "blank"}), [LAB])
+    assert len(collected.pairs) == 2 and collected.not_graded == []
+    assert sorted(_graded(root, s) for s, _ in collected.pairs) == ["ann", "blank"]
+    assert safe_id(ann) != ann
+
+    place = make_course(tmp_path / "in-place")
+    for name, text in (("Ann O'Neil", "ann"), (ann, "another student")):
+        (place / "submitted" / name / LAB).mkdir(parents=True)
+        (place / "submitted" / name / LAB / f"{LAB}.ipynb").write_text(text)
+    collected = collect(place, place / "submitted", [LAB])
+    assert (place / "submitted" / ann / LAB / f"{LAB}.ipynb").read_text() == "another student"
+    assert [(s, _graded(place, s)) for s, _ in collected.pairs] == [(safe_id(ann), "another student")]
+    reason = _reasons(collected)["Ann O'Neil/"]
+    assert "Ann O'Neil" in reason and ann in reason and "another submission" in reason

@@ -85,11 +85,61 @@ def test_the_random_state_and_grad_mode_travel_with_the_call(pair) -> None:
     assert grad_enabled is False
 
 
-def test_an_argument_changed_in_place_changes_here(pair) -> None:
-    """Does an answer that modifies its input in place modify the caller's tensor too?"""
+def test_an_argument_changed_in_place_changes_here_only_when_named(pair) -> None:
+    """Does an answer that modifies its input in place modify the caller's tensor where the
+    check named it (writing_back), and leave every other tensor the grader sent as it was?"""
+    grader, _ = pair
+    clamp = _handle(pair, lambda t, u: (t.clamp_(min=0), u.zero_()))
+    x, y = torch.tensor([-1.0, 2.0]), torch.tensor([3.0, 4.0])
+    with grader.writing_back((x,)):
+        clamp(x, y)
+    assert torch.equal(x, torch.tensor([0.0, 2.0])) and torch.equal(y, torch.tensor([3.0, 4.0]))
     x = torch.tensor([-1.0, 2.0])
-    _handle(pair, lambda t: t.clamp_(min=0))(x)
-    assert torch.equal(x, torch.tensor([0.0, 2.0]))
+    clamp(x, y)
+    assert torch.equal(x, torch.tensor([-1.0, 2.0]))
+
+
+def test_a_state_dict_handed_to_the_child_stays_the_graders(pair) -> None:
+    """Does a module whose load_state_dict zeroes what it is given leave the grader's reference
+    module (whose own parameters the state dict holds) unchanged?"""
+    class Zeroing(torch.nn.Linear):
+        def load_state_dict(self, state, strict=True):
+            for t in state.values():
+                t.zero_()
+            return super().load_state_dict(state, strict)
+
+    reference = torch.nn.Linear(3, 2)
+    before = {k: v.clone() for k, v in reference.state_dict().items()}
+    _handle(pair, Zeroing)(3, 2).load_state_dict(reference.state_dict())
+    assert all(torch.equal(reference.state_dict()[k], v) for k, v in before.items())
+
+
+def test_the_parameters_kept_for_a_child_are_bounded(pair) -> None:
+    """Does a child that sends parameter after parameter fail its call once the grader has kept
+    MAX_PARAMS bytes of them, instead of growing the grader without end?"""
+    from autograder.grading.protocol import bounds, wire
+
+    size = bounds.MAX_PARAMS // 4 // 4 + 1  # a quarter of the bound, in float32, and a little more
+    make = _handle(pair, lambda: torch.nn.Parameter(torch.zeros(size)))
+    with pytest.raises(wire.WireError, match="MiB of parameters"):
+        for _ in range(5):
+            make()
+
+
+def test_a_callback_cannot_spend_the_graders_memory(pair) -> None:
+    """Does the child's call of a grader object on an input it chose (attention over 14,000
+    positions: 2.3 GB of scores) fail over there, with the grader's memory left as it was?"""
+    import resource
+
+    def attention(x):
+        return torch.softmax(x @ x.transpose(-1, -2), dim=-1) @ x
+
+    child_side = _handle(pair, lambda layer: layer(torch.randn(4, 14000, 6)))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with pytest.raises(Exception, match="allocate|Memory"):
+        child_side(attention)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    assert grown < 1.2 * 2**30, f"the grader grew by {grown / 2**30:.1f} GiB"
 
 
 def test_exceptions_keep_their_class_and_message(pair) -> None:

@@ -58,7 +58,7 @@ def test_the_students_frames_cross_from_the_child(child: Connection) -> None:
 
 def test_a_reply_with_forged_frames_keeps_only_their_shape() -> None:
     """Are frames the child sends in another shape dropped, not trusted?"""
-    from autograder.grading.protocol.remote import _frames_in
+    from autograder.grading.protocol.errors import frames_in as _frames_in
 
     assert _frames_in([[1, 2, "f"], ["1", 2, "g"], [1, 2], [True, 2, "h"], "x"]) == [(1, 2, "f")]
     assert _frames_in("not a list") == []

@@ -11,7 +11,9 @@ Sources:
 
 File names are read generously: a resubmission suffix (LAB-2.ipynb, LAB (2).ipynb: the
 highest number wins), Colab's "Copy of LAB.ipynb", and "_" or " " for "-" in the lab's name.
-Names are data: a student's id is made safe by ``ids.safe_id`` (the original is kept); a file
+Names are data: a student is who the LMS says, the name and the account it records as unique
+(Canvas's user id, Moodle's participant id), and keeps the id it was first given
+(``intake.student_id``; two John Smiths get two ids, the original of each kept beside it); a file
 in a student's folder counts for that student whatever its name says (Moodle's folders too);
 only the parts of a file name that the LMS writes are read for a student or a late flag.
 
@@ -35,7 +37,7 @@ from autograder.grading.grader import zipread
 from autograder.grading.grader.files import is_folder
 from autograder.grading.grader.folders import from_folder
 from autograder.grading.grader.ids import nfc
-from autograder.grading.grader.intake import IGNORED, Candidate, Collected, ignored, settle, student_id
+from autograder.grading.grader.intake import IGNORED, Candidate, Collected, Collision, ignored, settle, student_id
 from autograder.grading.grader.lmsnames import member_student, parse_name, why_not
 
 __all__ = ["IGNORED", "Collected", "collect", "parse_name", "recorded_late", "recorded_originals"]
@@ -47,7 +49,8 @@ def recorded_late(root: Path) -> dict[tuple[str, str], str]:
 
 
 def recorded_originals(root: Path) -> dict[str, str]:
-    """The names that this and earlier collections mapped to safe ids (id: name)."""
+    """Who each student id is, where the id alone does not say it (id: name, and the LMS's
+    account where it has one), as this and earlier collections found."""
     return class_marks.load(root).originals
 
 
@@ -73,8 +76,11 @@ def _from_zip(root: Path, archive: Path, labs: list[str], out: Collected, marks:
                 if reason is not None or info is None:
                     out.not_graded.append((name, reason or "not a submission"))
                     continue
-                student = student_id(info.student, out)
-                info.student = student
+                try:
+                    info.student = student = student_id(info.student, out, info.account)
+                except Collision as err:
+                    out.not_graded.append((name, str(err)))
+                    continue
                 groups.setdefault((student, info.lab), []).append(Candidate(
                     name, info, (info.version, member.date_time, name), Path(scratch) / str(number)))
         settle(root, groups, out, marks)
@@ -96,7 +102,8 @@ def collect(root: Path, source: Path, labs: list[str]) -> Collected:
     root, source = Path(root), Path(source)
     out = Collected()
     marks = class_marks.load(root)
-    before = (dict(marks.late), dict(marks.originals))
+    out.know(marks.identities)
+    before = (dict(marks.late), dict(marks.identities))
     if source.is_file() and not source.is_symlink() and zipfile.is_zipfile(source):
         _from_zip(root, source, labs, out, marks)
     elif is_folder(source) or (source.is_dir() and source.resolve() == (root / "submitted").resolve()):
@@ -105,9 +112,9 @@ def collect(root: Path, source: Path, labs: list[str]) -> Collected:
         out.not_graded.append((source.name, "neither a folder nor a zip archive"))
     out.pairs.sort()
     students = {s for s, _ in out.pairs}
-    out.originals = {s: name for s, name in out.originals.items() if s in students}
-    marks.originals.update({s: name for s, name in out.originals.items() if name != s})
-    if (marks.late, marks.originals) != before:
+    out.originals = {s: who for s, who in out.originals.items() if s in students}
+    marks.identities.update(out.originals)
+    if (marks.late, marks.identities) != before:
         class_marks.save(root, marks)
     out.late = {pair: marks.late[pair] for pair in out.pairs if marks.late.get(pair)}
     return out

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from autograder.grading.grader import marks as class_marks
 from autograder.grading.grader.files import Refused, close_to_others, read_plain, why_not_plain
-from autograder.grading.grader.ids import nfc, safe_id
+from autograder.grading.grader.ids import nfc
 from autograder.grading.grader.intake import (
     Candidate,
     Collected,
+    Collision,
     ignored,
     place,
     place_empty,
@@ -162,14 +163,33 @@ def _settle_folder(root: Path, source: Path, raw: str, student: str, lab: str, l
     out.pairs.append((student, lab))
 
 
+def _folder_student(folder: Path, in_place: bool, present: set[str], out: Collected) -> str:
+    """The id of a student folder's owner. In place, a folder an earlier collection named keeps
+    its name, and the id of a folder is never another folder that is there (it is someone's)."""
+    raw = nfc(folder.name)
+    if in_place and raw in out.owners:
+        out.originals[raw] = out.owners[raw]
+        return raw
+    student = student_id(folder.name, out)
+    if in_place and student != raw and student in present:
+        out.forget(student)
+        raise Collision(f"not graded: {raw!r} would be graded as {student!r}, the folder of another "
+                        f"submission in submitted/ (grading never writes into it: rename one of them)")
+    return student
+
+
 def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str], in_place: bool,
-                         out: Collected, marks: class_marks.Marks) -> None:
+                         out: Collected, marks: class_marks.Marks, present: set[str]) -> None:
     """STUDENT/LAB/ and STUDENT/LAB.ipynb (or a name like it): the newer of the two is graded.
     Every file here counts for STUDENT, whatever its name says."""
     raw = nfc(folder.name)
     if not _closed(source, folder, out):
         return
-    student = student_id(folder.name, out)
+    try:
+        student = _folder_student(folder, in_place, present, out)
+    except Collision as err:
+        out.not_graded.append((f"{folder.name}/", str(err)))
+        return
     groups: dict[str, list[Candidate]] = {}
     lab_folders: dict[str, Path] = {}
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
@@ -209,16 +229,18 @@ def from_folder(root: Path, source: Path, labs: list[str], out: Collected, marks
         out.not_graded.append((str(source), str(err)))
         return
     names = sorted(os.listdir(source))
-    # in place, the copy we made of a folder whose name had to be mapped is not a student of its own
-    ours = {safe_id(n) for n in names if safe_id(n) != n} if in_place else set()
+    # in place, the copy we made of a folder that is there is not a student of its own
+    there = {nfc(n) for n in names}
+    ours = {s for s, who in out.owners.items() if who != s and who in there} if in_place else set()
+    present = there - ours
     loose: dict[tuple[str, str], list[Candidate]] = {}
     for name in names:
         path = source / name
-        if ignored((name,)) or name in ours or (in_place and name.startswith(_ROOT_FILES)):
+        if ignored((name,)) or nfc(name) in ours or (in_place and name.startswith(_ROOT_FILES)):
             continue
         st = os.lstat(path)
         if stat.S_ISDIR(st.st_mode):
-            _from_student_folder(root, source, path, labs, in_place, out, marks)
+            _from_student_folder(root, source, path, labs, in_place, out, marks, present)
         elif reason := why_not_plain(st):
             out.not_graded.append((name, reason))
         else:
@@ -232,7 +254,11 @@ def _loose(path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, s
     info = parse_name(path.name, labs)
     if (reason := "not in a student's folder" if in_place else why_not(path.name, info, labs)) or info is None:
         out.not_graded.append((path.name, reason or "not a submission"))
+        return
+    try:
+        info.student = student_id(info.student, out, info.account)
+    except Collision as err:
+        out.not_graded.append((path.name, str(err)))
     else:
-        info.student = student_id(info.student, out)
         loose.setdefault((info.student, info.lab), []).append(
             Candidate(path.name, info, (info.version, os.lstat(path).st_mtime, path.name), path))

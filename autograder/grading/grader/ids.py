@@ -8,11 +8,17 @@ characters plus a short hash of the original: control characters, ``/``, the glo
 ``* ? [ ]`` (nbgrader matches ids as glob patterns), a leading ``.`` or ``-`` (a hidden file,
 an option), a leading or trailing space and a name longer than ``MAX_BYTES`` always force it.
 The original is kept (the summary shows the mapping, grades.csv has it in ``original_id``).
+
+A mapped id always ends in ``-`` and eight hexadecimal digits, and a name of that shape is itself
+mapped too: so a kept name never equals a mapped one, and a student cannot take another's id by
+naming themselves after it (``Ann_O_Neil-0a1b2c3d``). Two different names giving one mapped id
+(the hash's eight digits alike) is a collision that intake refuses, naming both.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 
 MAX_BYTES = 120  # in UTF-8: far below a file name's 255 bytes, with room for suffixes
@@ -21,6 +27,7 @@ _PUNCTUATION = frozenset(" ._-@")
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
 # a spreadsheet reads a cell that starts with one of these as a formula (OWASP CSV injection)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_MAPPED = re.compile(r"-[0-9a-f]{8}$")  # the tail of a mapped id
 
 
 def nfc(text: str) -> str:
@@ -41,8 +48,13 @@ def safe_id(original: str) -> str:
     """The id grading uses for the name ``original``: itself in NFC when safe, else a slug and
     a hash of the original (the same name always gives the same id)."""
     student = nfc(original)
-    if is_safe(student):
-        return student
+    return student if is_safe(student) and not _MAPPED.search(student) else mapped_id(student)
+
+
+def mapped_id(original: str) -> str:
+    """A slug of ``original``'s safe characters and a hash of the whole of it: an id that no kept
+    name can equal (``safe_id`` maps every name of that shape)."""
+    student = nfc(original)
     digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:8]
     slug = "".join(c if _kept(c) and c != " " else "_" for c in student)
     slug = "_".join(part for part in slug.split("_") if part).lstrip(".-")[:40].rstrip(".-_ ")

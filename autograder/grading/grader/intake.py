@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autograder.grading.grader import marks as class_marks
 from autograder.grading.grader.files import Refused, is_folder, read_plain
-from autograder.grading.grader.ids import nfc, safe_id
+from autograder.grading.grader.ids import mapped_id, nfc, safe_id
 from autograder.grading.grader.lmsnames import Name
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"}
@@ -23,8 +23,22 @@ class Collected:
     pairs: list[tuple[str, str]] = field(default_factory=list)  # (student id, lab) now in submitted/
     not_graded: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # the LMS's "LATE", a time, or both
-    originals: dict[str, str] = field(default_factory=dict)  # student id: the name it was made from
+    originals: dict[str, str] = field(default_factory=dict)  # student id: who it is (marks.identities)
     notes: list[str] = field(default_factory=list)  # for the instructor, about no one submission
+    owners: dict[str, str] = field(default_factory=dict)  # every id given so far, ever: who it is
+    ids: dict[str, str] = field(default_factory=dict)  # who: their id
+
+    def know(self, identities: dict[str, str]) -> None:
+        """Take the ids given by earlier collections (``marks.identities``) as given."""
+        self.owners.update(identities)
+        self.ids.update({who: student for student, who in identities.items()})
+
+    def forget(self, student: str) -> None:
+        """Take back an id given in this collection (its owner is not graded after all)."""
+        who = self.originals.pop(student, None)
+        if who is not None:
+            self.owners.pop(student, None)
+            self.ids.pop(who, None)
 
 
 @dataclass
@@ -42,10 +56,24 @@ def ignored(parts: tuple[str, ...]) -> bool:
     return any(p in IGNORED or p.startswith("._") for p in parts)
 
 
-def student_id(raw: str, out: Collected) -> str:
-    student = safe_id(raw)
-    out.originals[student] = nfc(raw)
-    return student
+class Collision(Exception):
+    """Two people whose ids would be one: the later is not graded, and the message names both."""
+
+
+def student_id(raw: str, out: Collected, account: str = "") -> str:
+    """The id of the person named ``raw`` (``account``: what the LMS records as unique, such as
+    ``Moodle 201``). The id this person had before; else the name made safe, unless another
+    person has it (two Moodle participants named John Smith, or a name that maps onto a kept
+    one), then an id made from the name and the account. Raises ``Collision`` when both are another's."""
+    who = f"{nfc(raw)} ({account})" if account else nfc(raw)
+    chosen = out.ids.get(who)
+    for student in ([chosen] if chosen else [safe_id(raw), mapped_id(who)]):
+        if out.owners.get(student, who) == who:
+            out.originals[student] = out.owners[student] = who
+            out.ids[who] = student
+            return student
+    raise Collision(f"not graded: {who!r} would get the id {student!r}, which is {out.owners[student]!r}'s "
+                    f"(two names that grading cannot tell apart: rename one of them)")
 
 
 def place(root: Path, student: str, lab: str, data: bytes, name: str, keep: bool) -> None:

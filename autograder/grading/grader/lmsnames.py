@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from autograder.grading.grader.ids import nfc
 
 _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[-T ](\d\d)[-:]?(\d\d)[-:]?(\d\d)")
-_MOODLE = re.compile(r"^(?P<student>.+?)_\d+_assign(?:submission|feedback)_", re.IGNORECASE)
+_MOODLE = re.compile(r"^(?P<student>.+?)_(?P<participant>\d+)_assign(?:submission|feedback)_", re.IGNORECASE)
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Name:
     student: str = ""  # "" when the name has no STUDENT_ prefix
     late: str = ""
     lms: bool = False  # the prefix has an LMS's shape (Canvas ids, Blackboard attempt), not a student's
+    account: str = ""  # what the LMS records as unique beside the name: "Canvas 501", "Moodle 201"
 
 
 def _lab_patterns(labs: list[str]) -> list[tuple[str, re.Pattern[str]]]:
@@ -34,13 +35,14 @@ def _lab_patterns(labs: list[str]) -> list[tuple[str, re.Pattern[str]]]:
     return out
 
 
-def lms_prefix(prefix: str) -> tuple[str, str, bool]:
-    """(student, late, LMS-shaped) from an LMS prefix: Canvas ``ada_LATE_12345_678`` (then the
-    student's own file name) or Blackboard ``Lab 2_ada_attempt_2024-03-01-15-00-00``. Only
+def lms_prefix(prefix: str) -> tuple[str, str, bool, str]:
+    """(student, late, LMS-shaped, account) from an LMS prefix: Canvas ``ada_LATE_12345_678``
+    (user id 12345, then the student's own file name) or Blackboard
+    ``Lab 2_ada_attempt_2024-03-01-15-00-00`` (``ada`` is the user name, unique there). Only
     the LMS's tokens are read: a time or a LATE that the student put in their file name is not."""
     tokens = [t.strip() for t in prefix.split("_") if t.strip()]
     if not tokens:
-        return "", "", False
+        return "", "", False, ""
     lowered = [t.lower() for t in tokens]
     if "attempt" in lowered[1:]:  # Blackboard: the first "attempt" is the LMS's
         at = lowered.index("attempt", 1)
@@ -48,12 +50,12 @@ def lms_prefix(prefix: str) -> tuple[str, str, bool]:
         if at + 1 < len(tokens) and (match := _TIME.match(tokens[at + 1])):
             year, month, day, hour, minute, second = match.groups()
             late = f"{year}-{month}-{day} {hour}:{minute}:{second}"
-        return tokens[at - 1], late, True
+        return tokens[at - 1], late, True, ""
     rest = tokens[1:]
     flagged = bool(rest) and rest[0] == "LATE"
     ids = rest[1:] if flagged else rest
     canvas = len(ids) >= 2 and ids[0].isdigit() and ids[1].isdigit()
-    return tokens[0], "LATE" if flagged and canvas else "", canvas
+    return tokens[0], "LATE" if flagged and canvas else "", canvas, f"Canvas {ids[0]}" if canvas else ""
 
 
 def parse_name(name: str, labs: list[str]) -> Name | None:
@@ -64,8 +66,8 @@ def parse_name(name: str, labs: list[str]) -> Name | None:
     stem = stem[: -len(".ipynb")].strip()
     for lab, pattern in _lab_patterns(labs):
         if match := pattern.match(stem):
-            student, late, lms = lms_prefix(match["prefix"] or "")
-            return Name(lab, int(match["version"] or match["copy"] or 0), student, late, lms)
+            student, late, lms, account = lms_prefix(match["prefix"] or "")
+            return Name(lab, int(match["version"] or match["copy"] or 0), student, late, lms, account)
     return None
 
 
@@ -89,11 +91,12 @@ def member_student(parts: tuple[str, ...], labs: list[str]) -> Name | None:
     for folder in reversed(parts[:-1]):
         if match := _MOODLE.match(folder):
             info.student, info.late = match["student"].strip(), ""
+            info.account = f"Moodle {match['participant']}"
             return info
     if info.lms:
         return info
     for folder in reversed(parts[:-1]):
         if folder not in labs:
-            info.student, info.late, _ = lms_prefix(folder + "_")
+            info.student, info.late, _, info.account = lms_prefix(folder + "_")
             break
     return info

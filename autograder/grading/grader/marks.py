@@ -1,5 +1,7 @@
 """What collecting learnt about a class that its files cannot be trusted to say again: the
-LMS's late flags and submission times, and the original names of mapped student ids.
+LMS's late flags and submission times, and who each student id is: the name it was made from,
+with what the LMS records as unique beside it (``John Smith (Moodle 201)``). An id, once given,
+stays that person's: a later collection gives it to no one else.
 
 Kept in one file of ours, ``ROOT/submitted/.intake.json``, not beside the notebooks: a file
 beside a notebook may have been written by the student (nbgrader's exchange copies whatever
@@ -21,7 +23,12 @@ NAME = ".intake.json"
 @dataclass
 class Marks:
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab): "LATE", a time, or both
-    originals: dict[str, str] = field(default_factory=dict)  # a mapped id: the name it was mapped from
+    identities: dict[str, str] = field(default_factory=dict)  # every student id: who it is
+
+    @property
+    def originals(self) -> dict[str, str]:
+        """The ids that differ from who they are (a mapped name, or an LMS account): id: who."""
+        return {student: who for student, who in self.identities.items() if who != student}
 
 
 def path(root: Path) -> Path:
@@ -33,7 +40,9 @@ def load(root: Path) -> Marks:
     try:
         data = json.loads(read_plain(path(root)))
         late = {(s, lab): str(v) for s, labs in data.get("late", {}).items() for lab, v in labs.items() if v}
-        return Marks(late, {str(k): str(v) for k, v in data.get("originals", {}).items()})
+        # "originals" is how files written before identities were kept name the mapped ids
+        identities = {str(k): str(v) for key in ("originals", "identities") for k, v in data.get(key, {}).items()}
+        return Marks(late, identities)
     except (OSError, Refused, ValueError, AttributeError, TypeError):
         return Marks()
 
@@ -47,6 +56,6 @@ def save(root: Path, marks: Marks) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(NAME + ".new")
     temporary.unlink(missing_ok=True)
-    temporary.write_text(json.dumps({"late": late, "originals": dict(sorted(marks.originals.items()))},
+    temporary.write_text(json.dumps({"late": late, "identities": dict(sorted(marks.identities.items()))},
                                     ensure_ascii=False, indent=1) + "\n")
     os.replace(temporary, target)

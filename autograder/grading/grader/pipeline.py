@@ -35,7 +35,7 @@ from autograder.grading.grader import gradebook, kernelspec, nbconfig, preflight
 from autograder.grading.grader.collect import collect, recorded_late, recorded_originals
 from autograder.grading.grader.export import write_csv
 from autograder.grading.grader.files import readable_by_others
-from autograder.grading.grader.ids import safe_id
+from autograder.grading.grader.ids import nfc, safe_id
 from autograder.grading.grader.jobs import Job, Result
 from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
 from autograder.grading.grader.report.step import report
@@ -110,7 +110,8 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     known_labs = course_labs(root)
     _check_selection(options.labs, known_labs, "lab", "in solutions/")
     collected = collect(root, source, known_labs)
-    students = [safe_id(s) for s in options.students or []]  # the name or its id, in any Unicode form
+    # the id, the name, or who it is ("John Smith (Moodle 202)"), in any Unicode form
+    students = [collected.ids.get(nfc(s)) or safe_id(s) for s in options.students or []]
     _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
     pairs = [(s, lab) for s, lab in collected.pairs
              if (not options.labs or lab in options.labs) and (not students or s in students)]

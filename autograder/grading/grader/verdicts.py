@@ -9,7 +9,7 @@ the autograded notebook (which the feedback and Formgrader render) by:
 - passed: one line saying so;
 - failed: an error output with the exception's type and message as the check's own process
   raised them, and the submission's own frames (``Cell In[N], line L, in f`` with that line
-  of the student's cell) as its sandboxed child raised them (``remote.cell_frames``); where the
+  of the student's cell) as its sandboxed child raised them (``errors.cell_frames``); where the
   failure came from a line of the hidden tests, the message loses its ``expected:`` part (the
   hidden test's answer), keeping what was checked, what was found and the likely mistake;
 - where the cell failed in the notebook and passes here, a line saying it failed there

@@ -9,17 +9,18 @@ student's ``greedy_decode`` can call the grader's model, which answers with tens
 
 The grader trusts nothing it receives: it decodes plain values only, never imports or
 unpickles what the child names, and serves callbacks on objects it exported itself, with
-public attribute names only, never handing out a class or a module.
+public attribute names only, never handing out a class or a module. What the child sends
+changes no object of the grader's: a tensor the child changed in place is copied back only
+where the check named it (``writing_back``). What the grader holds for a child is bounded:
+the parameters it keeps to tell one Parameter read twice, and the work of a callback
+(``bounds``): past either, the call fails for the child, as its own error.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import dataclasses
 import importlib
-import re
-import traceback
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -27,44 +28,14 @@ from typing import Any
 import torch
 
 from autograder.grading.protocol import wire
+from autograder.grading.protocol.bounds import MAX_PARAMS, bounded
+from autograder.grading.protocol.errors import cell_frames, exception_for, frames_in
 
-
-class RemoteError(Exception):
-    """An exception raised on the other side; its class is named after the original."""
-
-
-CELL_FILE = re.compile(r"^<cell (\d{1,4})>$")
-MAX_FRAMES = 20
-
-
-def cell_frames(err: BaseException) -> list[list]:
-    """The frames of a submission's own code cells (``<cell N>``, as the child compiles them)
-    in ``err``'s traceback: ``[N, line, function]`` each, innermost last, for its feedback."""
-    frames = [[int(match.group(1)), frame.lineno or 0, str(frame.name)[:100]]
-              for frame in traceback.extract_tb(err.__traceback__) if (match := CELL_FILE.match(frame.filename))]
-    return frames[-MAX_FRAMES:]
-
-
-def _frames_in(value: Any) -> list[tuple[int, int, str]]:
-    """Frames as the child sent them, kept only where they have that shape (it may send anything)."""
-    if not isinstance(value, list):
-        return []
-    return [(f[0], f[1], f[2][:100]) for f in value[-MAX_FRAMES:] if isinstance(f, list) and len(f) == 3
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in f[:2]) and isinstance(f[2], str)]
-
-
-def _exception(name: str, message: str) -> BaseException:
-    """The exception to raise here for one raised there: builtins keep their class (so that
-    ``except ValueError`` works), the checks' own failures theirs, the rest a RemoteError."""
-    if name in ("CheckFailed", "ForbiddenCall"):
-        from autograder.checks import core
-
-        return getattr(core, name)(message)
-    klass = getattr(builtins, name, None)
-    if isinstance(klass, type) and issubclass(klass, Exception) and klass.__module__ == "builtins":
-        with contextlib.suppress(Exception):
-            return klass(message)
-    return type(name if name.isidentifier() else "RemoteError", (RemoteError,), {})(message)
+# the methods of an nn.Module that change it: a module the grader exports is the grader's own
+MODULE_CHANGES = frozenset({
+    "load_state_dict", "apply", "to", "to_empty", "cuda", "cpu", "xpu", "mps", "ipu", "type", "float", "double",
+    "half", "bfloat16", "requires_grad_", "zero_grad", "register_buffer", "register_parameter", "add_module",
+    "register_module", "set_extra_state", "share_memory", "set_submodule"})
 
 
 class _Bridge(torch.autograd.Function):
@@ -90,6 +61,8 @@ class Connection:
         self.exported: dict[int, Any] = {}
         self.proxies: dict[int, Any] = {}
         self.params: dict[int, tuple[int, torch.Tensor]] = {}
+        self.params_bytes = 0
+        self.writable: set[int] = set()  # ids of the tensors whose in-place changes come back (writing_back)
         self.forbid: list[tuple[list[str], str]] = []
         self.broken: str | None = None  # why the conversation cannot go on
 
@@ -160,6 +133,10 @@ class Connection:
             seen = self.params.get(param[0])
             if seen is not None and seen[0] == param[1]:
                 return seen[1]
+            if not self.trusting:
+                self.params_bytes += t.nelement() * t.element_size()
+                if self.params_bytes > MAX_PARAMS:
+                    raise wire.WireError(f"over {MAX_PARAMS // 2**20} MiB of parameters sent over one connection")
             self.params[param[0]] = (param[1], t)
         return t
 
@@ -210,10 +187,13 @@ class Connection:
             name = str(message.get("name"))
             if name.startswith("_"):
                 raise AttributeError(f"{name} is not readable across the boundary")
+            if isinstance(target, torch.nn.Module) and name in MODULE_CHANGES:
+                raise AttributeError(f"{name} would change the grader's module: not callable across the boundary")
             return getattr(target, name), {}, {}
         if message["op"] == "call":
             args, kwargs = self.decode([message.get("args"), message.get("kwargs")], blobs)
-            return target(*args, **(kwargs or {})), {}, {}
+            with bounded():
+                return target(*args, **(kwargs or {})), {}, {}
         raise ValueError(f"unknown request {message['op']!r}")
 
     def _reply_value(self, reply: dict, blobs: dict) -> Any:
@@ -221,8 +201,8 @@ class Connection:
             error = reply["error"]
             if not (isinstance(error, list) and len(error) == 2):
                 raise wire.WireError("a malformed error reply")
-            exception = _exception(str(error[0]), str(error[1]))
-            exception.remote_frames = _frames_in(reply.get("frames"))  # type: ignore[attr-defined]
+            exception = exception_for(str(error[0]), str(error[1]))
+            exception.remote_frames = frames_in(reply.get("frames"))  # type: ignore[attr-defined]
             raise exception
         return self.decode(reply.get("value"), blobs)
 
@@ -244,8 +224,19 @@ class Connection:
         if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == tensors["rng"].shape:
             torch.set_rng_state(rng)
         value = self._reply_value(reply, blobs)
-        _copy_back(reply.get("changed"), blobs, sources)
+        _copy_back(reply.get("changed"), blobs, {k: t for k, t in sources.items() if id(t) in self.writable})
         return _differentiable(value, reply.get("grads"), blobs, leaves)
+
+    @contextlib.contextmanager
+    def writing_back(self, tensors: tuple[torch.Tensor, ...]) -> Iterator[None]:
+        """While the block runs, a change the peer makes in place to one of ``tensors`` is made
+        here too; any other tensor sent stays as it is."""
+        added = {id(t) for t in tensors} - self.writable
+        self.writable |= added
+        try:
+            yield
+        finally:
+            self.writable -= added
 
     @contextlib.contextmanager
     def forbidding(self, targets: list[str], instead: str) -> Iterator[None]:
@@ -258,7 +249,7 @@ class Connection:
 
 
 def _copy_back(changed: Any, blobs: dict, sources: dict[str, torch.Tensor]) -> None:
-    """Tensors the other side changed in place (an optimizer step, say) are changed here too."""
+    """Tensors the other side changed in place are changed here too, of those in ``sources``."""
     for key in changed if isinstance(changed, list) else []:
         new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
         if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
@@ -304,6 +295,9 @@ class RemoteObject:
     def __remote_scenario__(self, function: Any, *args: Any) -> Any:
         return _scenario(self._remote[0], self._remote[1], function, args)
 
+    def __remote_write_back__(self, tensors: tuple[torch.Tensor, ...]) -> contextlib.AbstractContextManager:
+        return self._remote[0].writing_back(tensors)
+
 
 class RemoteModule(torch.nn.Module):
     """An ``nn.Module`` living in the child: every public attribute and method is the child's
@@ -330,6 +324,9 @@ class RemoteModule(torch.nn.Module):
 
     def __remote_scenario__(self, function: Any, *args: Any) -> Any:
         return _scenario(self._remote[0], self._remote[1], function, args)
+
+    def __remote_write_back__(self, tensors: tuple[torch.Tensor, ...]) -> contextlib.AbstractContextManager:
+        return self._remote[0].writing_back(tensors)
 
 
 def _scenario(connection: Connection, ref: int, function: Any, args: tuple) -> Any:
