@@ -56,6 +56,11 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Error carried forward: an exercise that fails only because an earlier answer it uses is wrong
+# (a wrong softmax under a right self_attention) is checked again with the earlier wrong answers
+# made the lab's solutions, in the sandboxed child, and keeps its points if it then passes; the
+# mistake costs once, where it was made. False grades every exercise as written.
+c.Grading.carry_forward = True
 # A test cell the student edited is restored, and one they deleted is added back and scored.
 c.OverwriteCells.add_missing_cells = True
 

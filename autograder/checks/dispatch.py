@@ -117,19 +117,21 @@ class RefuseOps(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (),
                            kwargs: Mapping[str, Any] | None = None) -> Any:
+        # the refusal first, from this object's own dict: nothing a submission planted in
+        # sys.modules (a fake torch._dynamo) is consulted before it
+        refusal = self.refusals.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
+        if refusal is not None:
+            raise refusal(func.overloadpacket.__name__)
         if "torch._dynamo" in sys.modules:  # a compilation may be running: keep it out of this frame
-            return _refuse_uncompiled(self, func, args, kwargs)
-        return _refuse(self, func, args, kwargs)
+            return _run_uncompiled(func, args, kwargs)
+        return func(*args, **(kwargs or {}))
 
 
-def _refuse(mode: RefuseOps, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> Any:
-    refusal = mode.refusals.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
-    if refusal is not None:
-        raise refusal(func.overloadpacket.__name__)
+def _run(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> Any:
     return func(*args, **(kwargs or {}))
 
 
-_refuse_uncompiled = torch._disable_dynamo(_refuse, recursive=True)
+_run_uncompiled = torch._disable_dynamo(_run, recursive=True)
 
 
 class RefuseBuiltins(torch.overrides.TorchFunctionMode):

@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 from grading_helpers import LAB, answered, released, submit, with_cell
 
+from autograder.grading.grader.ids import safe_id
+
 PLANTED = "ch99_planted.py"
 
 INPUT_TRANSFORMER = '''
@@ -53,6 +55,39 @@ def relu(x):
 def mean_squared_error(prediction, target):
     return prediction.sum()
 '''
+
+
+# round 3: a refusal switched off in the submission's own process (a fake TorchDynamo in
+# sys.modules; the checks' `forbidden` replaced under a name built at run time)
+FAKE_DYNAMO = '''
+import sys, types
+sys.modules["torch._dynamo"] = types.SimpleNamespace(disable=lambda fn=None, *args, **kwargs: fn)
+
+def relu(x):
+    return torch.ops.aten.relu(x)
+'''
+
+REPLACED_FORBIDDEN = '''
+import contextlib, importlib
+core = importlib.import_module("autograder.checks." + "core")
+setattr(core, "forb" + "idden", lambda *args, **kwargs: contextlib.nullcontext())
+setattr(importlib.import_module("autograder.checks." + "sentinels"), "forb" + "idden", core.forbidden)
+
+def relu(x):
+    return torch.relu(x)
+'''
+
+
+def many_cells(count: int) -> nbformat.NotebookNode:
+    """The answered lab with ``count`` markdown cells of grade ids the lab does not have (each
+    one a gradebook query while nbgrader holds the gradebook)."""
+    nb = answered()
+    for i in range(count):
+        cell = nbformat.v4.new_markdown_cell("x")
+        cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False,
+                                     "grade_id": f"unknown-{i}", "schema_version": 3}
+        nb.cells.append(cell)
+    return nb
 
 
 def planted_source(package: Path) -> str:
@@ -243,6 +278,13 @@ def cases(course: Path, home: Path, port: int, package: Path) -> dict[str, Case]
         "feedback-hook": (with_cell(with_cell(answered(), "setup", FEEDBACK_HOOK), None, FEEDBACK_HOOK_LATER), 5, None),
         "feedback-script": (feedback_script(), 5, None),
         "size-line": (with_cell(released(), "relu", SIZE_LINE), 0, None),
+        "fake-dynamo": (with_cell(answered(), "relu", FAKE_DYNAMO), 3, "torch.ops"),
+        "replaced-forbidden": (with_cell(answered(), "relu", REPLACED_FORBIDDEN), 3, "dynamically (importlib"),
+        "many-cells": (many_cells(2500), 0, "a notebook of"),
+        "unknown-ids": (many_cells(60), 0, "grade ids the lab does not have"),
+        # round 3: a student named after the id another's name maps to gets an id of their own
+        "Ann O'Neil": (answered(), 5, None),
+        safe_id("Ann O'Neil"): (released(), 0, None),
         "zz-victim": (answered(), 5, None),
     }
 

@@ -179,19 +179,61 @@ def test_filling_the_scratch_disk_stops_at_the_limit(tmp_path: Path) -> None:
 
 
 @needs_sandbox
-def test_filling_a_writable_host_folder_is_stopped(tmp_path: Path) -> None:
-    """Is the sandbox killed when the host folders it may write (the kernel's IPC folder) grow
-    past the scratch size?"""
+def test_a_shared_folder_is_bounded_at_write_time(tmp_path: Path) -> None:
+    """Does a sandbox writing as fast as it can into its shared folder (the kernel's IPC folder)
+    see the grader's file there, get "no space left" at its share of the scratch size, and
+    leave nothing on the host?"""
     shared = tmp_path / "ipc"
+    shared.mkdir()
+    (shared / "kernel.json").write_text('{"given": true}')
     result = run(tmp_path, f'''
+    import errno
+    given = json.load(open("{shared}/kernel.json"))
+    written = 0
+    try:
+        with open("{shared}/fill", "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * 2**20)
+                f.flush()
+                written += 1
+    except OSError as err:
+        full = err.errno == errno.ENOSPC
+    print(json.dumps({{"given": given, "full": full, "written": written}}))
+    ''', Limits(scratch_mb=8, file_mb=64), rw=(shared,))
+    assert result.returncode == 0, result.stderr
+    assert answer(result) == {"given": {"given": True}, "full": True, "written": answer(result)["written"]}
+    assert answer(result)["written"] < 8
+    assert sorted(p.name for p in (tmp_path / "ipc.host").iterdir()) == ["kernel.json"]
+
+
+@needs_sandbox
+def test_the_grader_reaches_a_socket_bound_in_the_shared_folder(tmp_path: Path) -> None:
+    """Does a socket the sandbox binds in its shared folder answer the grader at the same path?"""
+    import socket
     import time
-    for i in range(100):
-        with open("{shared}/f%d" % i, "wb") as f:
-            f.write(b"x" * 2**20)
-        time.sleep(0.02)
-    ''', Limits(scratch_mb=8), rw=(shared,))
-    assert result.returncode == 128 + 9 and "stopped" in result.stderr, result.stderr
-    assert 8 <= len(list(shared.iterdir())) < 60
+
+    shared = tmp_path / "ipc"
+    shared.mkdir()
+    argv = sandbox.wrap([sys.executable, "-c", textwrap.dedent(f'''
+        import socket
+        server = socket.socket(socket.AF_UNIX)
+        server.bind("{shared}/sock")
+        server.listen(1)
+        connection, _ = server.accept()
+        connection.sendall(b"from the sandbox")
+        ''')], scratch=tmp_path / "scratch", rw=(shared,), limits=Limits())
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(200):
+            try:
+                client = socket.socket(socket.AF_UNIX)
+                client.connect(str(shared / "sock"))
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert client.recv(100) == b"from the sandbox"
+    finally:
+        process.wait(timeout=30)
 
 
 @needs_sandbox

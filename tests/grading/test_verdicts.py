@@ -129,7 +129,7 @@ def test_the_kernel_runs_test_cells_without_their_hidden_tests() -> None:
     nb = nbformat.read(str(SOURCE), as_version=4)
     before = nbformat.writes(nb)
     resources: dict = {}
-    nb, resources = HideHiddenTests().preprocess(nb, resources)
+    nb, resources = HideHiddenTests(through_grade=True).preprocess(nb, resources)
     assert "BEGIN HIDDEN TESTS" not in "".join(c.source for c in nb.cells)
     assert "seed=seed" not in nb.cells[index_of(nb, "test_relu")].source
     assert "check_relu(relu)" in nb.cells[index_of(nb, "test_relu")].source
@@ -183,3 +183,21 @@ def test_annotate_works_on_the_read_only_notebook_nbgrader_leaves_for_a_user_who
         assert path.stat().st_mode & 0o777 == 0o444 and sorted(p.name for p in folder.iterdir()) == [path.name]
     finally:
         shutil.rmtree(top)
+
+
+def test_nbgrader_autograde_by_hand_refuses_to_run_a_submission() -> None:
+    """Does the course's own nbgrader_config.py, as `nbgrader autograde LAB` reads it, stop at its
+    first step with a message naming the command to use, before any submission's code runs?"""
+    from pathlib import Path
+
+    from traitlets.config import PyFileConfigLoader
+
+    from autograder.grading.grader.hidden import UnsandboxedGrading
+
+    root = Path(__file__).resolve().parents[2]
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    first = config.Autograde.autograde_preprocessors[0]
+    assert first == "autograder.grading.grader.hidden.HideHiddenTests"
+    assert config.Autograde.autograde_preprocessors.index("nbgrader.preprocessors.Execute") == 1
+    with pytest.raises(UnsandboxedGrading, match="python -m autograder grade"):
+        HideHiddenTests(config=config).preprocess(nbformat.v4.new_notebook(), {})

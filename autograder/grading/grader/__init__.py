@@ -19,11 +19,13 @@
     kernelspec  the kernelspec that starts the grading kernel in the sandbox
     sandbox     the command lines that ask for a sandbox, and its probe
     preflight   the lab's solution graded first, so a broken grader never yields a class of zeros
-    recheck     the independent check: the test cells again, here, against the sandboxed child
+    recheck     the independent check: the test cells again, here, against the sandboxed child,
+                and again with earlier wrong answers made right (error carried forward)
     verdicts    its verdicts written into the autograded notebook
     hidden, limits, feedback, sanitize
                 nbgrader preprocessors: hidden tests kept from the kernel, outputs capped,
                 feedback without hidden tests or the grader's paths, pages without scripts
-    similarity  answers flagged for the instructor to read (never a change of points)
+    similarity  answers flagged for the instructor to read (never a change of points), with
+                dynamic: the constructs that reach PyTorch or the grader dynamically
     formgrader  Formgrader's Autograde button, pointed at ``make grade``
 """

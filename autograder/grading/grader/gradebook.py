@@ -128,15 +128,19 @@ def record_zero(db_url: str, course_id: str, student: str, lab: str) -> None:
 
 
 def settle(db_url: str, course_id: str, student: str, lab: str,
-           passed: Mapping[str, bool]) -> dict[str, tuple[float, float]]:
-    """Score 0 each exercise (grade id) of ``passed`` that the independent check failed.
-    Returns, for every one, its points as nbgrader's autograde left them and its max points."""
+           passed: Mapping[str, bool | None]) -> dict[str, tuple[float, float]]:
+    """Score 0 each exercise (grade id) of ``passed`` that the independent check failed (False),
+    and full marks each one it passed with the earlier wrong answers made right (None: error
+    carried forward). Returns, for every one, its points as nbgrader's autograde left them and
+    its max points."""
     before = {}
     with opened(db_url, course_id) as gb:
         for grade_id, ok in passed.items():
             grade = gb.find_grade(grade_id, lab, lab, student)
             before[grade_id] = (grade.auto_score or 0.0, grade.max_score or 0.0)
-            if not ok:
+            if ok is None:
+                grade.auto_score = grade.max_score or 0.0
+            elif not ok:
                 grade.auto_score = 0
         gb.db.commit()
     return before

@@ -29,14 +29,29 @@ def is_test_cell(cell: NotebookNode) -> bool:
     return nbcells.is_test(cell)
 
 
+REFUSAL = ("this course autogrades only through `python -m autograder grade` (or `make grade`): "
+           "`nbgrader autograde` would run each submission as you, outside the sandbox, with nothing "
+           "checking its points (see the instructor guide, \"What grading trusts\")")
+
+
+class UnsandboxedGrading(RuntimeError):
+    """nbgrader's autograde started by hand, not by ``python -m autograder grade``."""
+
+
 class HideHiddenTests(Preprocessor):
-    """Take the hidden block out of every test cell before the kernel runs the notebook."""
+    """Take the hidden block out of every test cell before the kernel runs the notebook. The
+    first step of autograde: it refuses to start unless grading set ``through_grade`` (the kernel
+    is then the sandboxed one, and the independent check decides the points)."""
 
     enabled = Bool(True, help="nbconvert runs only an enabled preprocessor").tag(config=True)
+    through_grade = Bool(False, help="set by python -m autograder grade, which runs the kernel in bubblewrap; "
+                                  "False: refuse to run a submission").tag(config=True)
     begin_hidden = Unicode("BEGIN HIDDEN TESTS", help="the line that opens a hidden-test block").tag(config=True)
     end_hidden = Unicode("END HIDDEN TESTS", help="the line that closes a hidden-test block").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        if not self.through_grade:
+            raise UnsandboxedGrading(REFUSAL)
         kept: dict[int, str] = {}
         for index, cell in enumerate(nb.cells):
             if is_test_cell(cell) and self.begin_hidden in cell.source:

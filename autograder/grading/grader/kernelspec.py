@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from autograder.grading.grader import sandbox
 from autograder.grading.protocol import boot
@@ -20,7 +21,7 @@ KERNEL = "autograder.grading.sandboxed.kernel"  # the module the kernelspec star
 
 
 def install(folder: str | Path, memory_mb: int, work: str | Path, *, name: str = NAME,
-            enabled: bool = True, package: Path | None = None) -> dict[str, str]:
+            enabled: bool = True, package: Path | None = None) -> dict[str, Any]:
     """Write the kernelspec ``name`` under ``folder/kernels`` (put ``folder`` on JUPYTER_PATH)
     for a kernel whose files live in ``work``, importing the ``autograder`` of ``package``
     (default: this process's, see autograder.grading.protocol.boot); return the config that selects it."""
@@ -39,5 +40,5 @@ def install(folder: str | Path, memory_mb: int, work: str | Path, *, name: str =
         "interrupt_mode": "message",  # a signal would stop at the sandbox's edge; a message reaches the kernel
     }, indent=1))
     # nbclient builds its KernelManager from this config (nbgrader fixes the class, not its traits)
-    return {"Execute.kernel_name": name, "KernelManager.transport": "ipc",
+    return {"Execute.kernel_name": name, "HideHiddenTests.through_grade": True, "KernelManager.transport": "ipc",
             "KernelManager.connection_file": str(ipc / "kernel.json")}

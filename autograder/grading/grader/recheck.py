@@ -54,11 +54,14 @@ class Verdict:
     points: float = 0.0  # what the exercise scores, once the gradebook is settled
     max_points: float = 0.0
     mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/mistakes.py)
+    alone: bool | None = None  # error carried forward: passed with the earlier wrong answers made right (None: not run)
+    given: list[str] = field(default_factory=list)  # the names made right for that run
 
     def to_dict(self) -> dict[str, object]:
         """The verdict as plain JSON values (the raised exception stays here)."""
         return {"exercise": self.exercise, "passed": self.passed, "points": self.points,
-                "max_points": self.max_points, "message": self.message, "mistake": self.mistake}
+                "max_points": self.max_points, "message": self.message, "mistake": self.mistake,
+                "alone": self.alone, "given": self.given}
 
 
 def mistake_of(error: BaseException) -> str:
@@ -74,6 +77,19 @@ def test_cells(source: Path) -> dict[str, str]:
     """grade_id -> code of every graded code cell of a source notebook (hidden tests included)."""
     nb = nbformat.read(str(source), as_version=4)
     return {nbcells.own_grade_id(c): c.source for c in nb.cells if c.cell_type == "code" and nbcells.is_graded(c)}
+
+
+def solution_cells(source: Path) -> dict[str, list[str]]:
+    """grade_id of each graded test cell -> the source's answer cells since the previous one
+    (the lab's solution of that exercise)."""
+    out: dict[str, list[str]] = {}
+    since: list[str] = []
+    for cell in nbformat.read(str(source), as_version=4).cells:
+        if cell.cell_type == "code" and nbcells.is_answer(cell):
+            since.append(cell.source)
+        elif cell.cell_type == "code" and nbcells.is_graded(cell):
+            out[nbcells.own_grade_id(cell)], since = since, []
+    return out
 
 
 def answer_cells(submission: Path) -> list[str]:
@@ -162,13 +178,54 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
+    """Run test cell ``code`` here, its names handles to the child's objects."""
+    namespace = _namespace()
+    for name in candidate_names(code):
+        with contextlib.suppress(NameError):
+            namespace[name] = child.request({"op": "global", "name": name})
+    try:
+        with _quiet():
+            exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
+        verdict = Verdict(True, exercise=grade_id)
+    except (wire.WireError, TimeoutError):
+        raise
+    except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
+        verdict = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id, mistake=mistake_of(err))
+    if child.connection.broken:
+        raise wire.PeerGone(child.connection.broken)
+    return verdict
+
+
+def _carry_forward(child: SandboxedChild, source: Path, cells: dict[str, str], verdicts: dict[str, Verdict],
+                   cell_timeout: float) -> None:
+    """Error carried forward: each exercise failed as written is checked again with the
+    answers of the earlier exercises failed as written made the lab's solutions (in the child),
+    once every exercise has been checked as written, so nothing of that run reaches those."""
+    solutions = solution_cells(source)
+    wrong: list[str] = []
+    for grade_id, code in cells.items():
+        verdict = verdicts[grade_id]
+        if not verdict.passed and wrong:
+            given = child.request({"op": "bind", "cells": [c for g in wrong for c in solutions.get(g, [])],
+                                   "limit": cell_timeout})
+            try:
+                verdict.alone = _check(child, grade_id, code).passed
+                verdict.given = [str(name) for name in given or []][:20]
+            finally:
+                child.request({"op": "unbind"})
+        if not verdict.passed:
+            wrong.append(grade_id)
+
+
 def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
             env: dict[str, str] | None = None, cell_timeout: float = 30.0, call_timeout: float = 120.0,
-            deadline: float | None = None) -> dict[str, Verdict]:
+            deadline: float | None = None, carry_forward: bool = False) -> dict[str, Verdict]:
     """Run every graded test cell of ``source`` here against the answers of ``submission``
     (an autograded notebook), its code run in a child started through ``wrap`` (the
     sandbox). Returns grade_id -> Verdict; a child that dies or stops answering fails the
-    exercises not yet checked."""
+    exercises not yet checked. ``carry_forward``: then each exercise failed as written is
+    checked again with the earlier wrong answers made right (``Verdict.alone``)."""
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
     child = SandboxedChild(wrap, env, call_timeout)
@@ -182,21 +239,9 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
         for grade_id, code in cells.items():
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("the independent check ran out of time")
-            namespace = _namespace()
-            for name in candidate_names(code):
-                with contextlib.suppress(NameError):
-                    namespace[name] = child.request({"op": "global", "name": name})
-            try:
-                with _quiet():
-                    exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
-                verdicts[grade_id] = Verdict(True, exercise=grade_id)
-            except (wire.WireError, TimeoutError):
-                raise
-            except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
-                verdicts[grade_id] = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id,
-                                             mistake=mistake_of(err))
-            if child.connection.broken:
-                raise wire.PeerGone(child.connection.broken)
+            verdicts[grade_id] = _check(child, grade_id, code)
+        if carry_forward:
+            _carry_forward(child, source, cells, verdicts, cell_timeout)
     except (wire.WireError, TimeoutError, OSError) as err:
         reason = ("the submission's process stopped answering (it ran too long)"
                   if isinstance(err, TimeoutError) or "TimeoutError" in str(err)

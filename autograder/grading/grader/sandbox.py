@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,6 +47,44 @@ def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits:
     if not enabled:
         out.append("--no-sandbox")
     return [*out, "--", *argv]
+
+
+HANDSHAKE = """
+import os, sys, time
+mark = os.path.join(sys.argv[1], "mark")
+open(mark, "w").write("written in the sandbox")
+for _ in range(200):
+    if not os.path.exists(mark):
+        break
+    time.sleep(0.05)
+"""
+
+
+def _shared_folder_problem(package: Path | None) -> str | None:
+    """None when the grader reads, at the same path and while it runs, what a sandbox writes in
+    its shared folder (a size-bounded tmpfs there, reached here through ``/proc/PID/root``);
+    else why not: the kernel's IPC folder could then not be bounded at write time."""
+    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
+        shared = Path(tmp) / "shared"
+        shared.mkdir()
+        argv = wrap([boot.python(), "-I", "-c", HANDSHAKE, str(shared)], scratch=Path(tmp) / "scratch",
+                    rw=[shared], limits=Limits(), package=package)
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd="/")
+        seen = ""
+        for _ in range(200):
+            with contextlib.suppress(OSError):
+                seen = (shared / "mark").read_text()
+                (shared / "mark").unlink()
+                break
+            time.sleep(0.05)
+        _, stderr = process.communicate(timeout=60)
+    if seen == "written in the sandbox":
+        return None
+    return ("the sandbox starts, but its shared folder (a size-bounded tmpfs that holds the kernel's "
+            "sockets, reached by the grader through /proc/PID/root) cannot be read from here, so what "
+            f"a submission writes there could not be bounded at write time:\n    {stderr.strip()[-2000:]}\n"
+            "Grading needs /proc mounted and the sandbox's processes readable by your user "
+            "(ptrace rules such as kernel.yama.ptrace_scope=3 forbid it).")
 
 
 class Tail:
@@ -90,7 +129,7 @@ def probe(package: Path | None = None) -> str | None:
         said = bare.stderr.strip() or f"exit status {bare.returncode}"
         return f"the bubblewrap sandbox does not work here:\n    {said}\n{FIXES}"
     if run.returncode == 0:
-        return None
+        return _shared_folder_problem(package)
     said = run.stderr.strip()[-2000:] or f"exit status {run.returncode}"
     return (f"the sandbox starts, but this Python ({boot.python()}) or the autograder package "
             f"({package or boot.running()}) does not run inside it:\n    {said}\n"

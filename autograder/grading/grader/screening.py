@@ -19,6 +19,24 @@ _ASSIGNS_CHECK = re.compile(r"^\s*(?:[\w.]*\.)?(?P<name>check_\w+)\s*=[^=]", re.
 _PATCHES_CHECKS = re.compile(r"setattr\(\s*[\w.]*checks\b|\bautograder\.checks\b[\w.]*\s*=[^=]")
 
 
+# What nbgrader is given at most: it keeps the gradebook (and its lock) open while it looks up
+# every cell that carries a grade id, so a notebook's size must not decide how long that takes.
+MAX_CELLS = 2000  # a lab has tens; a student's own exploring cells fit many times over
+MAX_UNKNOWN_IDS = 50  # cells with nbgrader metadata of an id the release does not have
+
+
+def _oversized(nb, release_ids: set[str] | None) -> str | None:
+    """Why a notebook is too large for nbgrader to be given (None: it is not)."""
+    if len(nb.cells) > MAX_CELLS:
+        return f"a notebook of {len(nb.cells)} cells (at most {MAX_CELLS} are graded); scored 0"
+    if release_ids is not None:
+        unknown = sum(1 for c in nb.cells if (g := nbcells.grade_id(c)) and g not in release_ids)
+        if unknown > MAX_UNKNOWN_IDS:
+            return (f"{unknown} cells carry grade ids the lab does not have (at most {MAX_UNKNOWN_IDS}); "
+                    "scored 0")
+    return None
+
+
 def _check_names() -> frozenset[str]:
     from autograder import checks
 
@@ -71,8 +89,12 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported, not crashed on
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
-    if release is not None and release.is_file():
-        wanted = _graded_cells(nbformat.read(str(release), as_version=4))
+    released = nbformat.read(str(release), as_version=4) if release is not None and release.is_file() else None
+    release_ids = None if released is None else {g for c in released.cells if (g := nbcells.grade_id(c))}
+    if problem := _oversized(nb, release_ids):
+        return Inspection(None, problem, notes)
+    if released is not None:
+        wanted = _graded_cells(released)
         present = _graded_cells(nb)
         for grade_id, source in wanted.items():
             if grade_id not in present:

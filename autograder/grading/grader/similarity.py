@@ -12,7 +12,8 @@ instructor, shown as notes of the summary; neither changes a score:
   answers written independently coincide with the reference too often (``return x @ W.T``).
 - **machinery**: an answer cell that touches what the checks rely on (a function's code
   object, ``types.FunctionType``, PyTorch's dispatch modes or ``torch.ops``, profile
-  hooks, the ``autograder.checks`` or ``autograder.grading`` packages). The checks refuse
+  hooks, the ``autograder.checks`` or ``autograder.grading`` packages), or reaches
+  anything dynamically (``dynamic``: ``sys.modules``, ``importlib``, names built at run time...). The checks refuse
   the reference's code under another function object and PyTorch's ops below the Python
   level; an answer that forges a code object's origin, or switches those refusals off in
   its own process, is what this flag is for.
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import notebook_cells as nbcells
+from autograder.grading.grader.dynamic import dynamic_constructs
 
 MIN_STATEMENTS = 8  # N: a function of fewer statements is never flagged as copied
 _MAX_SOURCE = 200_000  # characters of one cell parsed at most (a bigger cell is not compared)
@@ -144,7 +146,8 @@ def machinery(source: str) -> str | None:
         for module in modules:
             if module.startswith(_PACKAGES) or module in ("torch.ops", "torch._C") or "_python_dispatch" in module:
                 return f"the answer imports `{module}`"
-    return None
+    found = dynamic_constructs(source)
+    return f"the answer reaches PyTorch or the grader dynamically ({', '.join(found)})" if found else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -182,16 +185,30 @@ def cell_notes(source: str) -> list[str]:
     return notes
 
 
-def notes(notebook: Path) -> list[str]:
-    """The flags of a submission's code cells but its graded test cells (every cell a student may
-    have written), for the summary. Never raises: a notebook that cannot be read has no flags here
-    (grading reports it)."""
-    try:
-        import nbformat
+def _student_cells(notebook: Path) -> list[tuple[int, Any]]:
+    """The answer cells and the cells the student added (the course's own are restored by nbgrader)."""
+    import nbformat
 
-        nb = nbformat.read(str(notebook), as_version=4)
-        cells = [(i, c) for i, c in enumerate(nb.cells, 1)
-                 if c.cell_type == "code" and not nbcells.is_graded(c)]
+    nb = nbformat.read(str(notebook), as_version=4)
+    return [(i, c) for i, c in enumerate(nb.cells, 1)
+            if c.cell_type == "code" and (nbcells.is_answer(c) or nbcells.grade_id(c) is None)]
+
+
+def reaches_machinery(notebook: Path) -> bool:
+    """Does any cell the student wrote touch the checks' machinery (``machinery``)? Such a
+    submission is graded as written: error carried forward is not applied to it."""
+    try:
+        return any(machinery(c.source) for _, c in _student_cells(notebook))
+    except Exception:  # noqa: BLE001 - unreadable: grading reports it, and nothing is carried forward
+        return True
+
+
+def notes(notebook: Path) -> list[str]:
+    """The flags of a submission's answer cells and of the cells the student added (every cell a
+    student may have written: the course's own are restored by nbgrader), for the summary.
+    Never raises: a notebook that cannot be read has no flags here (grading reports it)."""
+    try:
+        cells = _student_cells(notebook)
         return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}"
                 for i, c in cells for note in cell_notes(c.source)]
     except Exception:  # noqa: BLE001 - a flag is advice: its failure must not cost grading

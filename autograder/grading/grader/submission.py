@@ -73,7 +73,8 @@ def _recheck(s: Submission) -> dict[str, Verdict]:
                             enabled=s.job.sandbox, package=s.job.package)
     try:  # cells were already interrupted once in the notebook: a shorter limit here
         return recheck.recheck(s.source, s.autograded, wrap=wrap,
-                               cell_timeout=min(float(s.config.Execute.timeout or 30), 10.0))
+                               cell_timeout=min(float(s.config.Execute.timeout or 30), 10.0),
+                               carry_forward=_carries_forward(s))
     except GraderError:
         raise  # the grader's failure: reported as such, never as the student's 0
     except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
@@ -83,18 +84,37 @@ def _recheck(s: Submission) -> dict[str, Verdict]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _carries_forward(s: Submission) -> bool:
+    """Error carried forward: on unless the course's nbgrader_config.py says
+    ``c.Grading.carry_forward = False``, and never for a submission that touches the checks'
+    machinery (it could tell the binding from its own helper: it is graded as written)."""
+    if not s.config.Grading.get("carry_forward", True):
+        return False
+    if similarity.reaches_machinery(s.autograded):
+        s.result.notes.append("error carried forward not applied: an answer touches the checks' machinery "
+                              "(flagged), so every exercise is graded as written")
+        return False
+    return True
+
+
 def independent_check(s: Submission) -> bool:
     """Check every graded exercise again in this process (which never runs student code),
     calling the submission's answers in a sandboxed child; an exercise keeps its points only
-    if its test cell passed in the notebook and the independent check passes."""
+    if its test cell passed in the notebook and the independent check passes, or (error
+    carried forward) it passes once the earlier exercises the student got wrong are made right."""
     start = time.perf_counter()
     s.verdicts = _recheck(s)
     hidden = verdicts_of.hidden_failures(recheck.test_cells(s.source), s.verdicts)  # never run by the kernel
     before = gradebook.settle(s.config.CourseDirectory.db_url, s.config.CourseDirectory.course_id,
-                              s.job.student, s.job.lab, {grade_id: v.passed for grade_id, v in s.verdicts.items()})
+                              s.job.student, s.job.lab,
+                              {grade_id: None if v.alone and not v.passed else v.passed
+                               for grade_id, v in s.verdicts.items()})
     for grade_id, verdict in s.verdicts.items():
         points, verdict.max_points = before[grade_id]
         verdict.exercise, verdict.points = grade_id, points if verdict.passed else 0.0
+        if verdict.alone and not verdict.passed:
+            verdict.points = verdict.max_points
+            continue
         if verdict.passed or not points:  # it scored nothing in the notebook: no disagreement to report
             continue
         if grade_id in hidden:

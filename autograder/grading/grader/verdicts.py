@@ -14,6 +14,8 @@ the autograded notebook (which the feedback and Formgrader render) by:
   hidden test's answer), keeping what was checked, what was found and the likely mistake;
 - where the cell failed in the notebook and passes here, a line saying it failed there
   (scored 0) and how to see why;
+- where it fails as written but passes once the earlier exercises the student got wrong are
+  made right (error carried forward), a line saying so beside the failure as written;
 - where the kernel itself ran out of time or memory, or died, in that cell, a line saying so
   (in our words, with the error's name, which the summary's notes read).
 """
@@ -38,6 +40,8 @@ BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 LABEL = re.compile(r"^\s*(checked|expected|found|likely mistake|hint)\s*:", re.IGNORECASE)
 PASSED = "Passed: the grader ran this test again, outside your notebook, and it passed."
 FAILED = "Failed: the grader ran this test again, outside your notebook (scored 0)."
+CARRIED = ("Error carried forward: your answer fails this test as you wrote it, but it is right when given "
+           "a correct {names}: it keeps its points, and the mistake costs you once, where you made it.")
 FORGED = ("IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it "
           "(scored 0).")
 # what went wrong in the kernel itself is kept, in our words, for the summary's notes (inspect.after_grading)
@@ -120,6 +124,12 @@ def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
         message = without_expected(message)
     frames = [_frame(cells, *frame) for frame in remote_frames(error)]
     header = FAILED if failed_in_notebook or hidden else FORGED  # the kernel never ran the hidden tests
+    if getattr(verdict, "alone", None):
+        names = " and ".join(f"`{name}`" for name in verdict.given) or "answer to the exercises before it"
+        carried = CARRIED.format(names=names)
+        return [nbformat.v4.new_output("stream", name="stdout", text=carried + "\n"),
+                nbformat.v4.new_output("error", ename=name, evalue=message,
+                                       traceback=[carried, *frames, f"{name}: {message}"])]
     return [nbformat.v4.new_output("error", ename=name, evalue=message,
                                    traceback=[header, *frames, f"{name}: {message}"])]
 

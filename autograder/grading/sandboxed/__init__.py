@@ -5,6 +5,7 @@ it (DESIGN.md, "Trust model of grading"). Nothing here decides a point.
                 bubblewrap and caps what comes out (trusted, but the parent of what it runs)
     kernel      the grading kernel (ipykernel), started by the kernelspec in the sandbox
     child       the independent check's child: runs the submission's cells, answers calls
+    carry       error carried forward there: earlier wrong answers made the solution's, for one check
 
 The grader starts these by module name (``protocol.boot.command``); it never imports them.
 """

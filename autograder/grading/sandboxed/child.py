@@ -24,6 +24,7 @@ import torch
 
 from autograder.grading.protocol import wire
 from autograder.grading.protocol.remote import Connection
+from autograder.grading.sandboxed import carry
 
 
 class CellTimeout(BaseException):
@@ -61,10 +62,10 @@ def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | Non
 
 
 @contextlib.contextmanager
-def _forbidding(candidate: Any, rules: Any) -> Iterator[None]:
-    """The check's ``forbidden`` blocks, applied here around the call."""
-    from autograder.checks.core import forbidden
-
+def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
+    """The check's ``forbidden`` blocks, applied here around the call, by the ``forbidden`` the
+    child took before any student code ran (never looked up again: a submission may have
+    replaced the module's attribute since)."""
     with contextlib.ExitStack() as stack:
         for targets, instead in rules or []:
             stack.enter_context(forbidden(candidate, [str(t) for t in targets], str(instead)))
@@ -77,6 +78,10 @@ class ChildServer(Connection):
     def __init__(self, rfd: int, wfd: int) -> None:
         super().__init__(rfd, wfd, trusting=True)
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
+        from autograder.checks.sentinels import forbidden  # before the submission's cells are loaded
+
+        self.forbidden = forbidden
+        self.undo: list[Any] = []  # what undoes the binding of error carried forward
 
     def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         op = message.get("op")
@@ -85,6 +90,15 @@ class ChildServer(Connection):
         if op == "load":
             return run_cells([str(c) for c in message["cells"]], self.namespace,
                              float(message.get("limit", 30))), {}, {}
+        if op == "bind":  # error carried forward: the solutions of earlier wrong answers, for one check
+            carry.unbind(self.undo)
+            limit = float(message.get("limit", 30))
+            bound, self.undo = carry.bind(self.namespace, [str(c) for c in message["cells"]],
+                                          lambda cells, namespace: run_cells(cells, namespace, limit))
+            return bound, {}, {}
+        if op == "unbind":
+            carry.unbind(self.undo)
+            return None, {}, {}
         if op == "global":
             name = str(message.get("name"))
             if name not in self.namespace:
@@ -114,7 +128,8 @@ class ChildServer(Connection):
             torch.set_rng_state(rng)
         versions = [(key, t, t._version) for key, t in blobs.items()]
         root = target.__self__ if isinstance(target, types.MethodType) else target  # a method: its object
-        with torch.set_grad_enabled(bool(message.get("grad", True))), _forbidding(root, message.get("forbid")):
+        forbid = _forbidding(root, message.get("forbid"), self.forbidden)
+        with torch.set_grad_enabled(bool(message.get("grad", True))), forbid:
             value = function(*args, **(kwargs or {}))
         extra: dict[str, Any] = {}
         tensors = {"rng": torch.get_rng_state()}

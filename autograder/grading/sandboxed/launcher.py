@@ -9,8 +9,12 @@ environment, sets the resource limits and starts ``bwrap`` with:
   repository, ``solutions/``, the gradebook, other students' files or anyone's home;
 - fresh /proc, /dev and /tmp (read-only), and one writable scratch folder, a tmpfs of
   ``scratch_mb`` (so it is bounded and vanishes with the sandbox), the working directory;
-- the ``rw`` host folders writable (the kernel's IPC sockets), watched by the launcher, which
-  kills the sandbox when they hold more than ``scratch_mb``;
+- each ``rw`` folder (the kernel's IPC sockets and connection file), shared with the grader
+  and bounded at write time: in the sandbox a tmpfs of its share of ``scratch_mb`` holding a
+  copy of the host folder's files, and on the host, once the sandbox runs, a link to that
+  tmpfs as the sandbox sees it (``/proc/PID/root/...``), so that the grader reaches the
+  sockets made there; the launcher also stops the sandbox when they hold over
+  ``MAX_ENTRIES`` files;
 - its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
   outlives it (``--die-with-parent``; the PID namespace dies with its first process).
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import resource
 import select
@@ -99,8 +104,14 @@ def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: in
         args += ["--dir", os.path.dirname(path), "--ro-bind", path, path]
     args += ["--dir", os.path.dirname(scratch),
              "--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", scratch]
-    for path in rw:
-        args += ["--dir", os.path.dirname(path), "--bind", path, path]
+    for path in rw:  # a bounded tmpfs, with a copy of the host folder's files (bwrap reads each from a descriptor)
+        args += ["--dir", os.path.dirname(path), "--perms", "1777",
+                 "--size", str(max(1, limits.scratch_mb // len(rw)) * 2**20), "--tmpfs", path]
+        for name in sorted(os.listdir(path)):
+            if os.path.isfile(os.path.join(path, name)) and not os.path.islink(os.path.join(path, name)):
+                fd = os.open(os.path.join(path, name), os.O_RDONLY)
+                os.set_inheritable(fd, True)
+                args += ["--file", str(fd), os.path.join(path, name)]
     # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
     return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
 
@@ -148,14 +159,6 @@ def _usage(paths: list[str]) -> tuple[int, int]:
     return size, entries
 
 
-def _give(path: str, uid: int) -> None:
-    """Make ``path`` and what it holds the sandbox uid's (symlinks themselves, never their targets)."""
-    os.lchown(path, uid, uid)
-    for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.lchown(os.path.join(folder, name), uid, uid)
-
-
 def _pass_on(chunk: bytes, passed: int) -> int:
     """Write what is left of ``OUTPUT_CAP`` of ``chunk`` to our stderr; the new count."""
     keep = chunk[:max(0, OUTPUT_CAP - passed)]
@@ -195,6 +198,19 @@ def _watch(pid: int, output: int, rw: list[str], limits: Limits) -> None:
                 passed = _pass_on(chunk, passed)
 
 
+def _share(info: int, rw: list[str]) -> None:
+    """Once bwrap says which process holds the sandbox's mounts (``--info-fd``), put a link to
+    each ``rw`` tmpfs, as that process sees it, where the host folder was (kept beside it)."""
+    with os.fdopen(info, "rb") as stream:
+        text = b""
+        while b"}" not in text and (chunk := stream.read1(4096)):
+            text += chunk
+    child = json.loads(text.decode())["child-pid"]
+    for path in rw:
+        os.rename(path, path + ".host")
+        os.symlink(f"/proc/{int(child)}/root{path}", path)
+
+
 def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]) -> int:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -203,9 +219,11 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
     uid = UID_BASE + os.getpid() if os.geteuid() == 0 else -1
     for path in args.rw:
         os.makedirs(path, exist_ok=True)
-        if uid >= 0:
-            _give(path, uid)
-    command = [*_bwrap_args(bwrap, args.scratch, args.rw, limits, uid),
+    info, info_into = os.pipe() if args.rw else (-1, -1)  # where bwrap says which process holds its mounts
+    if args.rw:
+        os.set_inheritable(info_into, True)
+    told = ["--info-fd", str(info_into)] if args.rw else []
+    command = [*_bwrap_args(bwrap, args.scratch, args.rw, limits, uid), *told,
                boot.python(), "-I", "-S", "-c", INNER, str(uid), str(limits.processes), *args.argv]
     output, into = os.pipe()  # the sandbox's stdout and stderr: ours to read, never the caller's
     pid = os.fork()
@@ -220,6 +238,13 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
         finally:
             os._exit(127)
     os.close(into)
+    if args.rw:
+        os.close(info_into)
+        try:
+            _share(info, args.rw)
+        except (OSError, ValueError, KeyError) as err:
+            print(f"sandbox: its shared folders could not be reached ({err})", file=sys.stderr)
+            os.kill(pid, signal.SIGKILL)
     # the caller's descriptors belong to the sandbox now: without our copy, its pipes see EOF when it ends
     os.closerange(3, output)
     os.closerange(output + 1, os.sysconf("SC_OPEN_MAX"))
