@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +16,10 @@ from pathlib import Path
 import report_class
 
 from autograder import reference
-from autograder.grading.grader.report import similar
+from autograder.grading.grader.report import similar, write_report
+from autograder.grading.grader.report.release import read_release
 
+LAB = report_class.LAB
 CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("test_ch*.py"))
 
 
@@ -110,3 +114,45 @@ def test_fingerprints_are_the_same_in_every_process():
     runs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
                            capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
     assert len(runs) == 1 and len(runs.pop()) > 20
+
+
+def _one_line_class(root: Path, moved_by_last: bool) -> None:
+    """Three students of lab 02 with one-line answers to softmax and single_query_attention, the
+    first two the same; the last (by id) moved single_query_attention above test_softmax, so
+    that its own verdicts give test_softmax both cells (what grading records of that notebook)."""
+    shutil.copytree(report_class.REPO / "notebooks" / LAB, root / "notebooks" / LAB)
+    stubs = report_class.stubs()
+    bodies = {"softmax": "    return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)",
+              "single_query_attention": "    return softmax(K @ q / q.shape[0] ** 0.5) @ V"}
+    own = {"softmax": "    e = x.exp()\n    return e / e.sum(dim, keepdim=True)",
+           "single_query_attention": "    return softmax(q @ K.T / len(q) ** 0.5, -1) @ V"}
+    for student, chosen in (("s00", bodies), ("s01", bodies), ("s02", own)):
+        cells = {"test_softmax": ["softmax"], "test_single_query_attention": ["single_query_attention"]}
+        if moved_by_last and student == "s02":
+            cells = {"test_softmax": ["single_query_attention", "softmax"], "test_single_query_attention": []}
+        folder = root / "autograded" / student / LAB
+        folder.mkdir(parents=True)
+        (folder / "verdicts.json").write_text(json.dumps({
+            "schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": LAB,
+            "exercises": [{"exercise": e, "answer_cells": c, "status": "passed", "points": 2.0, "max_points": 2.0,
+                           "mistake": None, "message": ""} for e, c in cells.items()],
+            "answers": {c: stubs[c].replace(report_class.STUB_BODY, b) for c, b in chosen.items()}}))
+
+
+def test_the_exercises_come_from_the_release_not_a_submission(tmp_path):
+    """Does a class whose last student moved an answer cell above the first test cell compare the
+    same cells as an honest class, leaving two honest one-line answers unflagged?"""
+    results = {}
+    for moved in (False, True):
+        root = tmp_path / str(moved)
+        _one_line_class(root, moved)
+        assert read_release(root, LAB).exercises["test_softmax"] == ("softmax",)
+        _, found, _ = write_report(root, LAB)
+        results[moved] = found
+    assert results[True] == results[False] == []
+    # the map the moved notebook records joins both cells: long enough to be compared, and alike
+    moved = ("single_query_attention", "softmax")
+    answers = {s: "\n".join(json.loads((tmp_path / "True" / "autograded" / s / LAB / "verdicts.json").read_text())
+                            ["answers"][c] for c in moved) for s in ("s00", "s01")}
+    stub = [line for c in moved for line in report_class.stubs()[c].splitlines()]
+    assert [(p.first, p.second) for p in similar.similar_pairs("test_softmax", answers, stub)] == [("s00", "s01")]
