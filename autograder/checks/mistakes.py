@@ -20,6 +20,8 @@ import functools
 import re
 
 from autograder.checks.failures import UNNAMED
+from autograder.checks.forbidden_ids import FORBIDDEN
+from autograder.checks.forbidden_ids import forbidden_id as forbidden_id  # re-exported: one module to ask for ids
 
 ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*")
 
@@ -296,26 +298,26 @@ NAMED: dict[str, str] = {
     "positionwise-feed-forward/dropout-on-input": "dropout on the FFN's input instead of its hidden units (between...",
 }
 
-# Every check refuses, while the candidate runs, what its exercise asks the student to build.
-EXERCISES = (
-    "relu", "mean_squared_error", "rnn_forward", "hidden_gradient_norms", "receptive_field", "softmax",
-    "single_query_attention", "scaled_dot_product_attention", "self_attention", "merged_qk", "bilinear_scores",
-    "low_rank_factorize", "low_rank_error", "split_heads", "merge_heads", "multi_head_attention",
-    "sinusoidal_encoding", "rotation_matrix", "pe_similarity", "add_positions", "padding_mask", "causal_mask",
-    "decoder_self_attention_mask", "masked_attention", "leaks_future", "layer_norm", "positionwise_feed_forward",
-    "encoder_layer", "decoder_layer", "embeddings", "encoder_decoder", "greedy_decode", "label_smoothed_loss",
-    "noam_lr", "train_step", "beam_search", "filter_logits", "decoder_only", "next_token_loss", "count_pairs",
-    "train_bpe", "encode", "decode",
-)
-
-
-def forbidden_id(check_name: str) -> str:
-    """``forbidden/softmax`` for ``check_softmax``: the answer calls what it should build."""
-    return "forbidden/" + check_name.removeprefix("check_").replace("_", "-")
-
-
-FORBIDDEN: dict[str, str] = {forbidden_id(name): f"{name} calls what it asks to build" for name in EXERCISES}
 MISTAKES: dict[str, str] = {**NAMED, **FORBIDDEN}  # every id a check raises, but "unnamed"
+
+
+# What a report shows beside an id: the registered words where they read on their own; here, in
+# this one place, a short description of each id whose words vary ({}), and of "unnamed".
+DESCRIBED: dict[str, str] = {
+    "mean-squared-error/one-axis-only": "averaged over one axis only, not over every element",
+    "softmax/wrong-axis": "normalised over another axis than the one asked for (dim)",
+    "layer-norm/wrong-axis": "mean and variance over another axis than each position's D features (the last)",
+    "loss/log-softmax-wrong-axis": "log_softmax over another axis than the vocabulary (the last)",
+    "attention/softmax-wrong-axis": "softmax over a batch or head axis of the scores instead of over the keys",
+    UNNAMED: "a failure no check names: an error raised in the answer, or a result no known mistake explains",
+}
+
+
+def describe(mistake: str) -> str:
+    """``mistake`` (an id, or "unnamed") in words for a report: ``DESCRIBED``'s, or the registered
+    words (a cut entry ends with an ellipsis); an id this version does not know says so."""
+    words = DESCRIBED.get(mistake) or MISTAKES.get(mistake, "a mistake this version of the checks does not know")
+    return words.removesuffix("...") + ("…" if words.endswith("...") else "")
 
 
 @functools.cache
