@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder.grading.grader.report import page, sheets, similar
+from autograder.grading.grader.report.page import Compared
 from autograder.grading.grader.report.release import Release, read_release
 from autograder.grading.grader.report.tables import write_tables
 from autograder.grading.grader.report.tally import Tally, tally
@@ -27,27 +28,34 @@ def default_out(root: Path) -> Path:
     return root / "reports"
 
 
-def _pairs(lab_sheets: list[sheets.Sheet], lab: Release) -> list[similar.Pair]:
-    """Similar answers, per exercise of the release: its answer cells joined, compared across students."""
+def _pairs(lab_sheets: list[sheets.Sheet], lab: Release, max_shared: int) -> list[similar.Pair]:
+    """Similar answers, per exercise of the release: its answer cells joined, compared across
+    students, with the fingerprints of its stub and its reference solution left out."""
     found: list[similar.Pair] = []
     for exercise, cells in lab.exercises.items():
         answers = {s.student: "\n".join(s.answers.get(c, "") for c in cells) for s in lab_sheets}
-        stub = [line for c in cells for line in lab.stubs.get(c, "").splitlines()]
-        found += similar.similar_pairs(exercise, answers, stub)
+        stub = "\n".join(lab.stubs.get(c, "") for c in cells)
+        given = stub.splitlines()
+        ignored = similar.boilerplate([stub, "\n".join(lab.solutions.get(c, "") for c in cells)], given)
+        found += similar.similar_pairs(exercise, answers, given, ignored, max_shared)
     return found
 
 
-def write_report(root: Path, lab: str, out: Path | None = None) -> tuple[Tally, list[similar.Pair], list[str]]:
+def write_report(root: Path, lab: str, out: Path | None = None, max_shared: int = similar.MAX_SHARED,
+                 ) -> tuple[Tally, list[similar.Pair], list[str]]:
     """Write ``lab``'s report under ``out`` (default ROOT/reports) /LAB; its tally, similar
-    pairs and notes (files that could not be read)."""
+    pairs and notes (files that could not be read). ``max_shared``: M, above which a fingerprint
+    common to that many answers of the class is not evidence of anything (``similar``)."""
     lab_sheets, notes = sheets.read_class(root, lab)
     if not lab_sheets:
         raise NoVerdicts(f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
                          + (f"; {len(notes)} unreadable: {notes[0]}" if notes else ""))
     t = tally(lab, lab_sheets)
-    pairs = _pairs(lab_sheets, read_release(root, lab))
+    release = read_release(root, lab)
+    pairs = _pairs(lab_sheets, release, max_shared)
+    compared = Compared(bool(release.exercises), max_shared)
     folder = (out or default_out(root)) / lab
     for copy, ids in ((folder, True), (folder / "class", False)):
         write_tables(t, pairs, copy, ids)
-        (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids), encoding="utf-8")
+        (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids, compared=compared), encoding="utf-8")
     return t, pairs, notes
