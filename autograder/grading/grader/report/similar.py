@@ -45,7 +45,7 @@ NOISE = 5  # k: tokens per fingerprinted k-gram (a match shorter than this is no
 WINDOW = 4  # w: winnowing window; every match of NOISE + WINDOW - 1 tokens is seen
 THRESHOLD = 0.8  # Jaccard overlap of two answers' fingerprints from which the pair is flagged
 MAX_SHARED = 10  # M: a fingerprint in more than M answers of a class to one exercise is dropped (MOSS's -m)
-MIN_SHARED = 8  # fingerprints (about 20 tokens of code) two answers must share beyond the boilerplate
+MIN_SHARED = 8  # fingerprints two answers must share beyond the boilerplate (winnowing keeps ~2/(w+1) k-grams)
 
 _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
             tokenize.ENDMARKER, tokenize.TYPE_COMMENT}
@@ -148,14 +148,11 @@ def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] =
     and those of more than ``max_shared`` answers taken out, share MIN_SHARED fingerprints and
     overlap by THRESHOLD or more; most similar first."""
     given, ignored = list(given), set(ignored)
-    prints = {}
-    for student, source in sorted(answers.items()):
-        tokens = normalise(source, given)
-        if len(tokens) >= MIN_TOKENS:
-            prints[student] = fingerprints(tokens) - ignored
-    common = Counter(h for hashes in prints.values() for h in hashes)
-    prints = {s: kept for s, hashes in prints.items()
-              if len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED}
+    tokens = {student: normalise(source, given) for student, source in sorted(answers.items())}
+    every = {student: fingerprints(t) - ignored for student, t in tokens.items()}
+    common = Counter(h for hashes in every.values() for h in hashes)  # in how many of the class's answers
+    prints = {s: kept for s, hashes in every.items() if len(tokens[s]) >= MIN_TOKENS
+              and len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED}
     pairs = [Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3)) for a, b in _candidates(prints)
              if len(prints[a] & prints[b]) >= MIN_SHARED]
     return sorted((p for p in pairs if p.similarity >= THRESHOLD), key=lambda p: (-p.similarity, p.first, p.second))
