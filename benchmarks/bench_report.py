@@ -2,9 +2,10 @@
 
 The class is ``report.example``'s (verdicts.json files written once, each student's answers
 their own); the report is written from them ``--repeats`` times in one process and the median
-reported: reading every file, the tally, the similar-answer search (fingerprints and the
-prefix-filtered join), the two plots, both HTML pages and the CSV files. Grading is not timed
-here: the report only reads what grading recorded.
+reported: reading every file and the release, the tally, the similar-answer search
+(fingerprints, the boilerplate and the code common to more than M answers left out, the
+prefix-filtered join, the groups), the two plots, both HTML pages and the CSV files. Grading is
+not timed here: the report only reads what grading recorded.
 
     python benchmarks/bench_report.py
     python benchmarks/bench_report.py --students 2000
@@ -30,7 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from autograder.grading.grader.report import example, write_report
+    from autograder.grading.grader.report import example, similar, write_report
 
     students, repeats = (50, 1) if args.smoke else (args.students, args.repeats)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             tally, pairs, _ = write_report(root, example.LAB)
             times.append(time.perf_counter() - start)
+        size = sum(p.stat().st_size for p in (root / "reports").rglob("*")) // 1024
         print(f"report: {statistics.median(times):.2f} s (median of {repeats}), {len(tally.mistakes)} mistakes, "
-              f"{len(pairs)} similar pairs, {sum(p.stat().st_size for p in (root / 'reports').rglob('*')) // 1024} KiB")
+              f"{len(similar.groups(pairs))} groups of similar answers ({len(pairs)} pairs), {size} KiB")
 
 
 if __name__ == "__main__":

@@ -73,4 +73,7 @@ def check_mean_squared_error(mean_squared_error, seed: int = 0) -> None:
                 lambda pred=pred, target=target: ((pred - target) ** 2).mean().sqrt(),
             "averaged over the last axis only, not over every element":
                 lambda pred=pred, target=target: ((pred - target) ** 2).mean(-1),
+            **{f"averaged over dim {dim} only, not over every element (the result is one number)":
+               (lambda pred=pred, target=target, dim=dim: ((pred - target) ** 2).mean(dim))
+               for dim in range(pred.dim() - 1)},  # every other axis of the input
         })

@@ -10,7 +10,7 @@ import torch
 from autograder import reference
 from autograder.checks import variants
 from autograder.checks.core import call, check, describe, dtype_name, expect_close, fail, forbidden, random_tensor
-from autograder.checks.variants import NO_SCALE, SCALE_BY_DH, SOFTMAX_OVER_QUERIES, wrong_attention
+from autograder.checks.variants import NO_SCALE, SCALE_BY_DH, wrong_attention
 
 _SOFTMAX_OPS = [
     "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.special.softmax",
@@ -50,15 +50,16 @@ def _check_softmax_case(softmax, seed: int, s: int, shape: tuple, dim: int, scal
     expected = reference.softmax(x, dim=dim)
     with forbidden(softmax, _SOFTMAX_OPS, _BUILD_SOFTMAX):
         found = call(softmax, x, dim=dim, what=what)
-    other = 0 if dim in (-1, x.dim() - 1) else -1
     mistakes = {}
     if with_inf:
         mistakes["a row of -inf gives NaN (its maximum is -inf and -inf - (-inf) is NaN): "
                  "it must give zeros, so shift such rows by 0 and never divide by a zero sum"] = \
             lambda: torch.exp(x - x.amax(dim, keepdim=True)) / torch.exp(x - x.amax(dim, keepdim=True)).sum(
                 dim, keepdim=True)
+    mistakes.update({  # every axis of x but dim: the words say which was used and which was wanted
+        f"normalised over dim {other} instead of dim {dim}": functools.partial(reference.softmax, x, dim=other)
+        for other in variants.wrong_axes(x.dim(), dim)})
     mistakes.update({
-        f"normalised over dim {other} instead of dim {dim}": lambda: reference.softmax(x, dim=other),
         "exp(x) not divided by its sum": lambda: torch.exp(x - x.amax(dim, keepdim=True)),
         "the maximum is not subtracted first, so exp overflows to inf and inf/inf gives NaN":
             lambda: torch.exp(x) / torch.exp(x).sum(dim, keepdim=True),
@@ -95,8 +96,11 @@ def _weights(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 def _sdpa_variants(q, k, v, mask=None) -> dict:
     """The catalogue of wrong answers for scaled dot-product attention, as (output, weights)."""
-    names = [NO_SCALE, SCALE_BY_DH, SOFTMAX_OVER_QUERIES, *(variants.MASK_MISTAKES if mask is not None else ())]
-    return {name: functools.partial(wrong_attention, q, k, v, mask, name) for name in names}
+    names = [NO_SCALE, SCALE_BY_DH, *(variants.MASK_MISTAKES if mask is not None else ())]
+    wrong = {name: functools.partial(wrong_attention, q, k, v, mask, name) for name in names}
+    wrong.update({name: functools.partial(wrong_attention, q, k, v, mask, name, softmax_dim=dim)
+                  for name, dim in variants.softmax_axis_mistakes(q.dim()).items()})  # scores: as many axes as q
+    return wrong
 
 
 def _compare_attention(what: str, found, expected_out, expected_w, variants: dict, keys: torch.Tensor) -> None:

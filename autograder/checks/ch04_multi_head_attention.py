@@ -152,11 +152,12 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
         if "fully padded" not in case["kind"]:
             torch_out, _ = torch_mha_from(ref, h).eval()(query, key, value, key_padding_mask=case.get("torch_kpm"),
                                            attn_mask=case.get("torch_attn_mask"), need_weights=False)
-        names = [variants.NO_SCALE, variants.SCALE_BY_D_MODEL, variants.SOFTMAX_OVER_QUERIES,
-                 variants.NO_OUT_PROJ, variants.HEADS_WITHOUT_TRANSPOSE]
+        names = [variants.NO_SCALE, variants.SCALE_BY_D_MODEL, variants.NO_OUT_PROJ, variants.HEADS_WITHOUT_TRANSPOSE]
         if mask is not None:
             names.append(variants.MASK_INVERTED)
         wrong = {name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name) for name in names}
+        wrong.update({name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name, softmax_dim=dim)
+                      for name, dim in variants.softmax_axis_mistakes(4).items()})  # scores (B, H, Lq, Lk)
     with forbidden(MultiHeadAttention, _MHA_OPS, _BUILD_MHA):
         module = call(MultiHeadAttention, d, h, what=f"MultiHeadAttention(d_model={d}, num_heads={h})")
         load_reference_weights(module, ref, f"MultiHeadAttention(d_model={d}, num_heads={h})")

@@ -31,6 +31,7 @@ from autograder.checks.variants import (
     MASK_INVERTED,
     NAN_ROWS,
     NO_SCALE,
+    softmax_axis_mistakes,
     wrong_attention,
 )
 from autograder.reference.leaks import leaks_future as _reference_leaks_future
@@ -205,10 +206,11 @@ def _check_masked_case(masked_attention, what: str, q: Tensor, k: Tensor, v: Ten
         fail(what, "a tuple (output, weights)", describe(found))
     for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
                                                      ("output", found[0], expected_out, 0)):
-        expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes={
-            name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
-            for name in _ATTENTION_MISTAKES
-        })
+        mistakes = {name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
+                    for name in _ATTENTION_MISTAKES}
+        mistakes.update({name: (lambda name=name, dim=dim, index=index: wrong_attention(  # scores: as many axes as q
+            q, k, v, mask, name, softmax_dim=dim)[index]) for name, dim in softmax_axis_mistakes(q.dim()).items()})
+        expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes=mistakes)
 
 
 # ----------------------------------------------------------------------------- the leak test

@@ -119,6 +119,7 @@ def _layer_norm_mistakes(x: Tensor, w: Tensor, b: Tensor, eps: float) -> dict[st
         "divided by the variance instead of the standard deviation": lambda: (x - mean) / (var + eps) * w + b,
         "weight and bias not applied": lambda: (x - mean) / torch.sqrt(var + eps),
         "weight and bias swapped": lambda: (x - mean) / torch.sqrt(var + eps) * b + w,
+        **{v.NORM_OVER.format(d): (lambda d=d: v.norm_over(x, w, b, eps, d)) for d in v.wrong_axes(x.dim(), -1)},
     }
 
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder import reference
+from autograder.checks import variants
 from autograder.checks.ch08_encoder_decoder import padded_ids
 from autograder.checks.core import (
     CheckFailed,
@@ -42,14 +43,14 @@ from autograder.reference import train as reference_train
 
 def _smoothed(logits: Tensor, target: Tensor, smoothing: float, pad_id: int, *, off: float | None = None,
               pad_mass: bool = False, true_extra: float = 0.0, reduce: str = "mean", kl: str = "",
-              naive_log: bool = False) -> Tensor:
-    """Variants of the smoothed cross-entropy, for naming mistakes."""
+              naive_log: bool = False, axis: int = -1) -> Tensor:
+    """Variants of the smoothed cross-entropy, for naming mistakes (``axis``: log_softmax's)."""
     vocab = logits.size(-1)
     if naive_log:
         logp = torch.log(torch.exp(logits - logits.amax(-1, keepdim=True))
                          / torch.exp(logits - logits.amax(-1, keepdim=True)).sum(-1, keepdim=True))
     else:
-        logp = F.log_softmax(logits.double(), dim=-1)  # (B, T, V)
+        logp = F.log_softmax(logits.double(), dim=axis)  # (B, T, V)
     q = torch.full_like(logp, smoothing / (vocab - 2) if off is None else off)
     if not pad_mass:
         q[..., pad_id] = 0.0
@@ -93,6 +94,8 @@ def _loss_mistakes(logits: Tensor, target: Tensor, s: float, pad: int) -> dict:
         "(drop the zero entries, or use torch.special.xlogy)": lambda: _smoothed(*a, kl="naive"),
         "log of zero: log(softmax(x)) underflows to log(0) = -inf for large logits; use log_softmax":
             lambda: _smoothed(*a, naive_log=True),
+        **{variants.LOG_SOFTMAX_OVER.format(dim): (lambda dim=dim: _smoothed(*a, axis=dim))
+           for dim in range(logits.dim() - 1)},
     }
 
 

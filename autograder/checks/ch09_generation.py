@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from autograder.checks import variants
 from autograder.checks.ch08_encoder_decoder import self_attention_mask
 from autograder.checks.core import (
     call,
@@ -161,8 +162,9 @@ def check_decoder_only(DecoderOnly, seed: int = 0) -> None:
 
 # ----------------------------------------------------------------------------- next_token_loss
 
-def _nll(logits: Tensor, targets: Tensor, keep: Tensor, reduce: str = "mean", naive: bool = False) -> Tensor:
-    logp = logits.softmax(-1).log().double() if naive else F.log_softmax(logits.double(), dim=-1)  # naive: its dtype
+def _nll(logits: Tensor, targets: Tensor, keep: Tensor, reduce: str = "mean", naive: bool = False,
+         axis: int = -1) -> Tensor:
+    logp = logits.softmax(-1).log().double() if naive else F.log_softmax(logits.double(), dim=axis)  # naive: its dtype
     per = -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     if reduce == "numel":
         return (per * keep).sum() / per.numel()
@@ -191,6 +193,8 @@ def _loss_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
         "more targets weighs more (sum over all of them, divide by their number)": lambda: _nll(lg, tg, keep, "rows"),
         "log of softmax underflows to log(0) = -inf for large logits: use log_softmax":
             lambda: _nll(lg, tg, keep, naive=True),
+        **{variants.LOG_SOFTMAX_OVER.format(dim): (lambda dim=dim: _nll(lg, tg, keep, axis=dim))
+           for dim in range(logits.dim() - 1)},
     }
 
 

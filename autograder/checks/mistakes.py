@@ -20,6 +20,8 @@ import functools
 import re
 
 from autograder.checks.failures import UNNAMED
+from autograder.checks.forbidden_ids import FORBIDDEN
+from autograder.checks.forbidden_ids import forbidden_id as forbidden_id  # re-exported: one module to ask for ids
 
 ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*")
 
@@ -33,6 +35,7 @@ NAMED: dict[str, str] = {
     "mean-squared-error/absolute-error": "averaged the absolute differences (that is the mean absolute error)",
     "mean-squared-error/square-root": "took the square root (that is the root mean squared error)",
     "mean-squared-error/last-axis-only": "averaged over the last axis only, not over every element",
+    "mean-squared-error/one-axis-only": "averaged over dim {} only, not over every element (the result is one number)",
     "receptive-field/k-times-n": "k * n: the layers overlap, each adds only k - 1 new positions",
     "receptive-field/one-too-few": "off by one: n (k - 1) forgets the output position itself",
     "receptive-field/one-too-many": "off by one: one position too many",
@@ -140,6 +143,7 @@ NAMED: dict[str, str] = {
     "layer-norm/unbiased-variance": "unbiased variance (divided by D - 1, as torch.var and torch.std do by default)...",
     "layer-norm/eps-outside-root": "eps outside the square root, (x - mean) / (sqrt(var) + eps); it belongs inside...",
     "layer-norm/batch-statistics": "statistics over the batch axis (BatchNorm): LayerNorm normalises each position...",
+    "layer-norm/wrong-axis": "mean and variance over dim {} instead of over the last, each position's D features...",
     "layer-norm/no-eps": "eps left out, so a constant row gives 0 / 0 = NaN",
     "layer-norm/mean-not-subtracted": "the mean is not subtracted",
     "layer-norm/divided-by-variance": "divided by the variance instead of the standard deviation",
@@ -189,6 +193,7 @@ NAMED: dict[str, str] = {
     "label-smoothed-loss/kl-divergence": "the KL divergence returned instead of the cross-entropy (they differ by...",
     "label-smoothed-loss/log-of-zero": "log of zero: 0 * log(0) of the padding column's zero probability gives NaN...",
     "label-smoothed-loss/log-softmax-underflow": "log of zero: log(softmax(x)) underflows to log(0) = -inf for...",
+    "loss/log-softmax-wrong-axis": "log_softmax over dim {} instead of over the vocabulary (dim -1)",
     "noam-lr/steps-from-zero": "steps counted from 0 (off by one: step n computed as step n + 1)",
     "noam-lr/warmup-plus-one": "warmup off by one (the peak at warmup + 1)",
     "noam-lr/warmup-minus-one": "warmup off by one (the peak at warmup - 1)",
@@ -250,6 +255,7 @@ NAMED: dict[str, str] = {
     "attention/scale-by-dh": "scores divided by Dh instead of sqrt(Dh)",
     "attention/scale-by-d-model": "scores scaled by 1/sqrt(d_model) instead of 1/sqrt(Dh) (the head size)",
     "attention/softmax-over-queries": "softmax over the queries (dim -2) instead of over the keys (dim -1)",
+    "attention/softmax-wrong-axis": "softmax over dim {} of the scores instead of over the keys (dim -1)",
     "attention/mask-after-softmax": "mask applied after the softmax: masked weights were zeroed but the rest no...",
     "attention/mask-inverted": "mask polarity inverted: in this course True means 'may attend'...",
     "attention/mask-filled-with-zero": "masked scores set to 0 instead of -inf, so masked keys still get weight",
@@ -292,26 +298,26 @@ NAMED: dict[str, str] = {
     "positionwise-feed-forward/dropout-on-input": "dropout on the FFN's input instead of its hidden units (between...",
 }
 
-# Every check refuses, while the candidate runs, what its exercise asks the student to build.
-EXERCISES = (
-    "relu", "mean_squared_error", "rnn_forward", "hidden_gradient_norms", "receptive_field", "softmax",
-    "single_query_attention", "scaled_dot_product_attention", "self_attention", "merged_qk", "bilinear_scores",
-    "low_rank_factorize", "low_rank_error", "split_heads", "merge_heads", "multi_head_attention",
-    "sinusoidal_encoding", "rotation_matrix", "pe_similarity", "add_positions", "padding_mask", "causal_mask",
-    "decoder_self_attention_mask", "masked_attention", "leaks_future", "layer_norm", "positionwise_feed_forward",
-    "encoder_layer", "decoder_layer", "embeddings", "encoder_decoder", "greedy_decode", "label_smoothed_loss",
-    "noam_lr", "train_step", "beam_search", "filter_logits", "decoder_only", "next_token_loss", "count_pairs",
-    "train_bpe", "encode", "decode",
-)
-
-
-def forbidden_id(check_name: str) -> str:
-    """``forbidden/softmax`` for ``check_softmax``: the answer calls what it should build."""
-    return "forbidden/" + check_name.removeprefix("check_").replace("_", "-")
-
-
-FORBIDDEN: dict[str, str] = {forbidden_id(name): f"{name} calls what it asks to build" for name in EXERCISES}
 MISTAKES: dict[str, str] = {**NAMED, **FORBIDDEN}  # every id a check raises, but "unnamed"
+
+
+# What a report shows beside an id: the registered words where they read on their own; here, in
+# this one place, a short description of each id whose words vary ({}), and of "unnamed".
+DESCRIBED: dict[str, str] = {
+    "mean-squared-error/one-axis-only": "averaged over one axis only, not over every element",
+    "softmax/wrong-axis": "normalised over another axis than the one asked for (dim)",
+    "layer-norm/wrong-axis": "mean and variance over another axis than each position's D features (the last)",
+    "loss/log-softmax-wrong-axis": "log_softmax over another axis than the vocabulary (the last)",
+    "attention/softmax-wrong-axis": "softmax over a batch or head axis of the scores instead of over the keys",
+    UNNAMED: "a failure no check names: an error raised in the answer, or a result no known mistake explains",
+}
+
+
+def describe(mistake: str) -> str:
+    """``mistake`` (an id, or "unnamed") in words for a report: ``DESCRIBED``'s, or the registered
+    words (a cut entry ends with an ellipsis); an id this version does not know says so."""
+    words = DESCRIBED.get(mistake) or MISTAKES.get(mistake, "a mistake this version of the checks does not know")
+    return words.removesuffix("...") + ("…" if words.endswith("...") else "")
 
 
 @functools.cache

@@ -26,6 +26,23 @@ NO_SCALE = "scores not scaled by 1/sqrt(Dh)"
 SCALE_BY_DH = "scores divided by Dh instead of sqrt(Dh)"
 SCALE_BY_D_MODEL = "scores scaled by 1/sqrt(d_model) instead of 1/sqrt(Dh) (the head size)"
 SOFTMAX_OVER_QUERIES = "softmax over the queries (dim -2) instead of over the keys (dim -1)"
+
+
+def softmax_over(dim: int) -> str:
+    """The mistake of a softmax over axis ``dim`` (counted from 0) of the scores, a batch or head
+    axis: neither the keys' nor the queries' (``SOFTMAX_OVER_QUERIES``)."""
+    return f"softmax over dim {dim} of the scores instead of over the keys (dim -1)"
+
+
+def softmax_axis_mistakes(scores_ndim: int) -> dict[str, int]:
+    """``{mistake: the axis its softmax runs over}`` for every wrong axis of scores (..., Lq, Lk)
+    with ``scores_ndim`` axes: each leading axis, and the queries'."""
+    return {**{softmax_over(a): a for a in range(scores_ndim - 2)}, SOFTMAX_OVER_QUERIES: -2}
+
+
+def wrong_axes(ndim: int, right: int) -> list[int]:
+    """Every axis of an ``ndim``-D tensor but ``right``, counted from 0 (as a shape is read)."""
+    return [a for a in range(ndim) if a != right % ndim]
 MASK_AFTER_SOFTMAX = ("mask applied after the softmax: masked weights were zeroed but the rest no longer sum "
                       "to 1; fill the masked scores with -inf BEFORE the softmax")
 MASK_INVERTED = ("mask polarity inverted: in this course True means 'may attend' (nn.MultiheadAttention's "
@@ -42,15 +59,17 @@ MASK_MISTAKES = (MASK_AFTER_SOFTMAX, MASK_INVERTED, MASK_FILLED_WITH_ZERO, MASK_
 
 
 def wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, mistake: str,
-                    d_model: int | None = None) -> tuple[Tensor, Tensor]:
+                    d_model: int | None = None, softmax_dim: int | None = None) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention ``(output, weights)`` with ``mistake`` (one of the
-    constants above) made; ``d_model`` for ``SCALE_BY_D_MODEL``."""
+    constants above, or a ``softmax_axis_mistakes`` key with its ``softmax_dim``) made;
+    ``d_model`` for ``SCALE_BY_D_MODEL``."""
     raw = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
     divisor = {NO_SCALE: 1.0, SCALE_BY_DH: q.size(-1),
                SCALE_BY_D_MODEL: math.sqrt(d_model or q.size(-1))}.get(mistake, math.sqrt(q.size(-1)))
     scores = raw / divisor
+    dim = softmax_dim if softmax_dim is not None else -2 if mistake == SOFTMAX_OVER_QUERIES else -1
     if mask is None:
-        weights = reference.softmax(scores, dim=-2 if mistake == SOFTMAX_OVER_QUERIES else -1)
+        weights = reference.softmax(scores, dim=dim)
     elif mistake == MASK_AFTER_SOFTMAX:
         weights = reference.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
     elif mistake == MASK_INVERTED:
@@ -62,15 +81,14 @@ def wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, mistak
     elif mistake == NAN_ROWS:
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     else:
-        dim = -2 if mistake == SOFTMAX_OVER_QUERIES else -1
         weights = reference.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)
     return weights @ v, weights  # (..., Lq, Dv), (..., Lq, Lk)
 
 
 def wrong_multi_head_attention(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-                               mistake: str) -> tuple[Tensor, Tensor]:
+                               mistake: str, softmax_dim: int | None = None) -> tuple[Tensor, Tensor]:
     """The reference module ``mha``'s computation ``(output, weights)`` with ``mistake`` made:
-    an attention mistake, ``NO_OUT_PROJ`` or ``HEADS_WITHOUT_TRANSPOSE``."""
+    an attention mistake (a softmax over ``softmax_dim``), ``NO_OUT_PROJ`` or ``HEADS_WITHOUT_TRANSPOSE``."""
     h = mha.num_heads
 
     def split(t: Tensor) -> Tensor:
@@ -80,13 +98,18 @@ def wrong_multi_head_attention(mha: nn.Module, query: Tensor, key: Tensor, value
         return reference.split_heads(t, h)  # (B, H, L, Dh)
 
     q, k, v = split(mha.q_proj(query)), split(mha.k_proj(key)), split(mha.v_proj(value))
-    out, weights = wrong_attention(q, k, v, mask, mistake, d_model=query.size(-1))  # (B, H, Lq, Dh)
+    out, weights = wrong_attention(q, k, v, mask, mistake, query.size(-1), softmax_dim)  # (B, H, Lq, Dh)
     if mistake == HEADS_WITHOUT_TRANSPOSE:
         merged = out.reshape(query.size(0), query.size(1), -1)  # (B, Lq, D)
     else:
         merged = reference.merge_heads(out)  # (B, Lq, D)
     return (merged if mistake == NO_OUT_PROJ else mha.out_proj(merged)), weights
 
+
+# ----------------------------------------------------------------------------- losses
+
+# a cross-entropy's log_softmax over another axis than the vocabulary's (labs 8 and 9); {}: the axis
+LOG_SOFTMAX_OVER = "log_softmax over dim {} instead of over the vocabulary (dim -1)"
 
 # ----------------------------------------------------------------------------- layers
 
@@ -208,6 +231,15 @@ def layer_variant(ref: nn.Module, y: Tensor, memory: Tensor | None, tgt_mask: Te
         if memory_in_last_residual:
             return norms[-1](memory + ref.ff(y)) if post else memory + ref.ff(norms[-1](y))
         return _add_norm(y, ref.ff, norms[-1], post, residual, drop, drop_where)
+
+
+NORM_OVER = "mean and variance over dim {} instead of over the last, each position's D features (dim -1)"
+
+
+def norm_over(x: Tensor, weight: Tensor, bias: Tensor, eps: float, dim: int) -> Tensor:
+    """The ``NORM_OVER`` mistake: LayerNorm's statistics over axis ``dim`` instead of the last."""
+    mean = x.mean(dim, keepdim=True)
+    return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(dim, keepdim=True) + eps) * weight + bias
 
 
 def batch_stats_norm_of(ln: nn.Module) -> Callable[[Tensor], Tensor]:

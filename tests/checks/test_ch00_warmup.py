@@ -71,6 +71,15 @@ def test_wrong_mean_squared_errors_fail_naming_the_mistake(mse, phrase: str, fai
     fails(check_mean_squared_error, mse, said=phrase)
 
 
+@pytest.mark.parametrize("shape, axis", [((2, 3, 4), 0), ((2, 3, 4), 1), ((3, 2), 0)])
+def test_a_mean_over_each_other_axis_is_named(shape, axis, fails) -> None:
+    """Does a mean over each axis but the last of each input (right on the other inputs) fail, naming the axis?"""
+    def mse(p, t):
+        return ((p - t) ** 2).mean(axis) if tuple(p.shape) == shape else ((p - t) ** 2).mean()
+
+    fails(check_mean_squared_error, mse, mistake=f"averaged over dim {axis} only, not over every element")
+
+
 @pytest.mark.parametrize("mse", [torch.nn.functional.mse_loss, lambda p, t: torch.nn.functional.mse_loss(p, t),
                                  lambda p, t: torch.nn.MSELoss()(p, t)], ids=["itself", "F.mse_loss", "MSELoss"])
 def test_mse_loss_is_refused(mse, fails) -> None:

@@ -70,14 +70,22 @@ def test_softmax_names_nan_rows(fails):
     fails(check_softmax, nan_rows, match="a row of -inf gives NaN")
 
 
-def test_softmax_names_wrong_axis(fails):
-    """Does a softmax over the wrong axis fail with a message naming the axis?"""
-    def wrong_axis(x, dim=-1):
-        e = torch.exp(x - x.amax())
-        other = 0 if dim in (-1, x.dim() - 1) else -1
-        return e / e.sum(other, keepdim=True)
+def _softmax_over_on(shape, axis):
+    """A right softmax, except on inputs of ``shape``, where it normalises over ``axis`` instead."""
+    def softmax(x, dim=-1):
+        return softmax_by_moving_axis(x, axis if tuple(x.shape) == shape else dim)
+    return softmax
 
-    fails(check_softmax, wrong_axis, match="normalised over dim 0 instead of dim -1")
+
+# (shape, dim) of each case of check_softmax where an axis other than dim gives other values, and that axis
+SOFTMAX_WRONG_AXES = [((2, 3, 5), -1, 0), ((2, 3, 5), -1, 1), ((4, 6), 0, 1), ((3, 7), 1, 0), ((2, 5), -1, 0),
+                      ((3, 4), -1, 0)]
+
+
+@pytest.mark.parametrize("shape, dim, axis", SOFTMAX_WRONG_AXES)
+def test_softmax_names_every_wrong_axis(shape, dim, axis, fails):
+    """Does a softmax over each wrong axis of each input fail, naming the axis used and the one wanted?"""
+    fails(check_softmax, _softmax_over_on(shape, axis), mistake=f"normalised over dim {axis} instead of dim {dim}")
 
 
 def test_softmax_forbids_torch_softmax(fails):
@@ -219,6 +227,20 @@ def test_sdpa_names_mistakes(candidate, words, fails):
     fails(check_scaled_dot_product_attention, candidate, mistake=words)
 
 
+def _sdpa_over_on(ndim, axis):
+    """Right attention, except on inputs of ``ndim`` axes, whose softmax runs over ``axis`` of the scores."""
+    def attention(q, k, v, attn_mask=None):
+        return _attend(q, k, v, attn_mask, dim=axis if q.dim() == ndim else -1)
+    return attention
+
+
+@pytest.mark.parametrize("ndim, axis", [(3, 0), (3, 1), (4, 0), (4, 1), (4, 2)])
+def test_sdpa_names_every_wrong_axis(ndim, axis, fails):
+    """Does a softmax over each wrong axis of the scores (3-D without heads, 4-D with) fail, named?"""
+    words = variants.SOFTMAX_OVER_QUERIES if axis == ndim - 2 else variants.softmax_over(axis)
+    fails(check_scaled_dot_product_attention, _sdpa_over_on(ndim, axis), mistake=words)
+
+
 def test_sdpa_forbids_torch_and_reference(fails):
     """Do candidates calling F.scaled_dot_product_attention or the reference fail with ForbiddenCall?"""
     def uses_torch(q, k, v, attn_mask=None):
@@ -285,6 +307,16 @@ def test_self_attention_accepts_right_answers():
 def test_self_attention_names_mistakes(candidate, words, fails):
     """Do swapped queries and keys, the wrong scale and unprojected values fail, named?"""
     fails(check_self_attention, candidate, mistake=words)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_self_attention_names_every_wrong_axis(axis, fails):
+    """Does a softmax over the batch axis or the queries of the scores (B, L, L) fail, named?"""
+    def self_attention(x, W_q, W_k, W_v):
+        return _attend(x @ W_q, x @ W_k, x @ W_v, dim=axis)
+
+    fails(check_self_attention, self_attention,
+          mistake=variants.SOFTMAX_OVER_QUERIES if axis == 1 else variants.softmax_over(axis))
 
 
 def test_self_attention_forbids_reference(fails):

@@ -168,6 +168,8 @@ def _wrong(**changes):
     (_wrong(scale_by="none"), variants.NO_SCALE),
     (_wrong(scale_by="D"), variants.SCALE_BY_D_MODEL),
     (_wrong(softmax_dim=-2), variants.SOFTMAX_OVER_QUERIES),
+    (_wrong(softmax_dim=0), variants.softmax_over(0)),  # the batch axis of the scores (B, H, Lq, Lk)
+    (_wrong(softmax_dim=1), variants.softmax_over(1)),  # the heads
     (_wrong(project=False), variants.NO_OUT_PROJ),
     (_wrong(transpose=False), variants.HEADS_WITHOUT_TRANSPOSE),
     (_wrong(invert=True), variants.MASK_INVERTED),

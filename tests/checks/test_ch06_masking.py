@@ -207,6 +207,21 @@ def test_wrong_masked_attention_is_named(kind, words, fails):
     fails(check_masked_attention, _wrong(kind), mistake=words)
 
 
+@pytest.mark.parametrize("ndim, axis", [(4, 0), (4, 1), (4, 2), (3, 0), (3, 1)])
+def test_a_softmax_over_each_wrong_axis_is_named(ndim, axis, fails):
+    """Does a softmax over each wrong axis of the scores (4-D with heads, 3-D without; right on the
+    other inputs) fail, naming the axis used and the keys' wanted?"""
+    def attention(q, k, v, attn_mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        w = torch.softmax(scores, axis if q.dim() == ndim else -1).nan_to_num(0.0)  # all -inf: zeros
+        return w @ v, w
+
+    words = variants.SOFTMAX_OVER_QUERIES if axis == ndim - 2 else variants.softmax_over(axis)
+    fails(check_masked_attention, attention, mistake=words)
+
+
 def test_renormalised_after_softmax_passes():
     """Does zeroing after the softmax and renormalising (mathematically the same, with
     fully masked rows kept at zero) pass?"""

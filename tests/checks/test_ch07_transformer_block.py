@@ -112,6 +112,21 @@ def test_layer_norm_wrong_answers_named(candidate, words, fails):
     fails(check_layer_norm, candidate, said=["check_layer_norm failed", *words])
 
 
+@pytest.mark.parametrize("shape, axis", [((2, 3, 8), 0), ((2, 3, 8), 1), ((4, 16), 0), ((2, 5, 8), 0),
+                                         ((2, 5, 8), 1), ((3, 4, 6), 0), ((3, 4, 6), 1)])
+def test_layer_norm_names_statistics_over_each_wrong_axis(shape, axis, fails):
+    """Do a mean and variance over each axis but the last (right on the other inputs) fail, naming the
+    axis used? (On a 2-D input, axis 0 is BatchNorm's statistics, named as such.)"""
+    def layer_norm(x, weight, bias, eps=1e-5):
+        dim = axis if tuple(x.shape) == shape else -1
+        var, mean = torch.var_mean(x, dim=dim, keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+    words = "statistics over the batch axis (BatchNorm)" if len(shape) == 2 else \
+        f"mean and variance over dim {axis} instead of over the last"
+    fails(check_layer_norm, layer_norm, mistake=words)
+
+
 def test_layer_norm_forbids_pytorch_op(fails):
     """Is F.layer_norm refused with a message saying what to build?"""
     fails(check_layer_norm, ln_torch, said=["torch.nn.functional.layer_norm", "Build layer_norm"], error=ForbiddenCall)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder import reference
-from autograder.checks import ForbiddenCall
+from autograder.checks import ForbiddenCall, variants
 from autograder.checks.ch08_encoder_decoder import (
     DROPOUT_BEFORE_POSITIONS,
     NO_EMBEDDING_DROPOUT,
@@ -356,6 +356,20 @@ def test_loss_right_answers_pass(candidate):
 def test_loss_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the smoothed loss fail with a message naming it?"""
     fails(check_label_smoothed_loss, candidate, said=words)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_loss_log_softmax_over_each_wrong_axis_is_named(axis, fails):
+    """Does a log_softmax over the batch or the positions of the logits (B, T, V) fail, naming the axis?"""
+    def loss(logits, target, smoothing, pad_id):
+        logp = F.log_softmax(logits.float(), dim=axis)
+        q = torch.full_like(logp, smoothing / (logits.size(-1) - 2))
+        q[..., pad_id] = 0.0
+        q.scatter_(-1, target.unsqueeze(-1), 1.0 - smoothing)
+        keep = target != pad_id
+        return (-(q * logp).sum(-1) * keep).sum() / keep.sum().clamp(min=1)
+
+    fails(check_label_smoothed_loss, loss, mistake=variants.LOG_SOFTMAX_OVER.format(axis))
 
 
 def test_loss_with_pytorch_cross_entropy_is_forbidden(fails):

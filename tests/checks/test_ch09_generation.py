@@ -16,7 +16,7 @@ from student_copies import as_student
 from torch import nn
 
 from autograder import reference
-from autograder.checks import CheckFailed, ForbiddenCall
+from autograder.checks import CheckFailed, ForbiddenCall, variants
 from autograder.checks.ch09_beam_search import check_beam_search
 from autograder.checks.ch09_generation import check_decoder_only, check_filter_logits, check_next_token_loss
 from autograder.reference import decode, families, generate
@@ -319,7 +319,7 @@ def test_decoder_only_reference_and_pytorch_stack_are_forbidden(candidate):
 
 # ----------------------------------------------------------------------------- next_token_loss
 
-def _make_loss(shift=1, reduce="mean", naive=False):
+def _make_loss(shift=1, reduce="mean", naive=False, axis=-1):
     def next_token_loss(logits, tokens, pad_id):
         if shift == 1:
             lg, tg = logits[:, :-1], tokens[:, 1:]
@@ -327,7 +327,7 @@ def _make_loss(shift=1, reduce="mean", naive=False):
             lg, tg = logits, tokens
         else:
             lg, tg = logits[:, 1:], tokens[:, :-1]
-        logp = lg.softmax(-1).log() if naive else lg.log_softmax(-1)
+        logp = lg.softmax(-1).log() if naive else lg.log_softmax(axis)
         nll = -logp.gather(-1, tg[..., None])[..., 0]
         keep = (tg != pad_id).to(nll.dtype)
         if reduce == "numel":
@@ -379,6 +379,8 @@ def test_next_token_loss_right_answers_pass(candidate):
     (dict(reduce="sum"), "summed over tokens"),
     (dict(reduce="rows"), "averaged per row, then over the rows"),
     (dict(naive=True), "use log_softmax"),
+    (dict(axis=0), variants.LOG_SOFTMAX_OVER.format(0)),  # the batch axis of the logits (B, T - 1, V)
+    (dict(axis=1), variants.LOG_SOFTMAX_OVER.format(1)),  # the positions
 ])
 def test_next_token_loss_wrong_answers_fail_by_name(flags, words):
     """Does each known mistake of the language-modelling loss fail with a message naming it?"""

@@ -49,6 +49,18 @@ def test_every_registered_words_give_back_their_id() -> None:
         assert mistakes.mistake_id(text) == mistake, (mistake, text)
 
 
+def test_every_id_has_words_a_report_can_show() -> None:
+    """Does every id, and "unnamed", have words for a report without a part that varies, each id's
+    its own, and does an id no check raises say so rather than borrow another's words?"""
+    shown = {mistake: mistakes.describe(mistake) for mistake in [*mistakes.MISTAKES, "unnamed"]}
+    assert not [m for m, words in shown.items() if "{}" in words or not words.strip()]
+    assert len(set(shown.values())) == len(shown)
+    assert set(mistakes.DESCRIBED) <= set(shown)
+    assert mistakes.describe("softmax/no-max-shift") == mistakes.NAMED["softmax/no-max-shift"]
+    assert mistakes.describe("attention/nan-rows").endswith("…")
+    assert "does not know" in mistakes.describe("softmax/made-up")
+
+
 def test_every_exercise_has_a_forbidden_id() -> None:
     """Does every check of the package have its ``forbidden/<exercise>`` id, and no other?"""
     names = {name for name in checks.__all__ if name.startswith("check_")}

@@ -83,3 +83,27 @@ def test_writing_replaces_a_planted_link_without_following_it(tmp_path: Path) ->
     assert not path.is_symlink() and read_verdicts(path) == _sample()
     assert target.read_text(encoding="utf-8") == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.txt", "verdicts.json"]  # no temporary left
+
+
+def test_a_file_without_the_on_its_own_fields_reads_as_not_rerun() -> None:
+    """Does a schema-1 file written before ``points_alone``/``status_alone`` read with both None, and
+    do written values read back?"""
+    data = json.loads(_sample().to_json())
+    for exercise in data["exercises"]:
+        del exercise["points_alone"], exercise["status_alone"]
+    old = parse_verdicts(json.dumps(data))
+    assert old == _sample() and all(e.points_alone is None and e.status_alone is None for e in old.exercises)
+    rerun = _sample()
+    rerun.exercises[2].points_alone, rerun.exercises[2].status_alone = 4.0, "passed"
+    back = parse_verdicts(rerun.to_json())
+    assert (back.exercises[2].points_alone, back.exercises[2].status_alone) == (4.0, "passed")
+    assert back.schema == SCHEMA
+
+
+@pytest.mark.parametrize("field, value", [("points_alone", "4"), ("points_alone", True), ("status_alone", "ok")])
+def test_malformed_on_its_own_fields_are_refused(field: str, value: object) -> None:
+    """Is a ``points_alone`` that is not a number, or a ``status_alone`` that is no status, refused by name?"""
+    data = json.loads(_sample().to_json())
+    data["exercises"][0][field] = value
+    with pytest.raises(VerdictsFileError, match=field):
+        parse_verdicts(json.dumps(data))

@@ -10,8 +10,14 @@ The schema is versioned (``SCHEMA``); ``read_verdicts`` refuses any other versio
 
     {"schema": "autograder.verdicts/1", "student": ..., "original_id": ... or null, "lab": ...,
      "exercises": [{"exercise", "answer_cells", "status", "points", "max_points", "mistake",
-                    "message"}, ...],
+                    "message", "points_alone", "status_alone"}, ...],
      "answers": {answer cell's grade id: its source}}
+
+``points_alone`` and ``status_alone`` are optional (a file written before them has neither, and
+reads as if both were null): the points and status of the exercise *on its own*, when grading
+re-ran its check with the earlier exercises it uses replaced by the reference (error carried
+forward). Null means not re-run: on its own, the exercise earned what ``points`` and ``status``
+say. The class report ranks exercises by the points lost on their own.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ class ExerciseVerdict:
     max_points: float
     mistake: str | None  # the first named mistake's id, "unnamed", or None unless failed
     message: str  # the check's message ("" when passed), as the feedback shows it
+    points_alone: float | None = None  # on its own (earlier exercises replaced by the reference); None: not re-run
+    status_alone: str | None = None  # the status on its own, one of STATUSES; None: not re-run
 
 
 @dataclass
@@ -77,13 +85,18 @@ def _exercise(data: Any, where: str) -> ExerciseVerdict:
         raise VerdictsFileError(f"{where}.mistake: an id when failed, null otherwise (status {status}, "
                                 f"mistake {mistake!r})")
     cells = _expect(data.get("answer_cells"), list, f"{where}.answer_cells")
+    alone, status_alone = data.get("points_alone"), data.get("status_alone")
+    if status_alone is not None and status_alone not in STATUSES:
+        raise VerdictsFileError(f"{where}.status_alone: {status_alone!r} is none of {', '.join(STATUSES)} (or null)")
     return ExerciseVerdict(
         exercise=_expect(data.get("exercise"), str, f"{where}.exercise"),
         answer_cells=[_expect(c, str, f"{where}.answer_cells") for c in cells], status=status,
         points=float(_expect(data.get("points"), (int, float), f"{where}.points")),
         max_points=float(_expect(data.get("max_points"), (int, float), f"{where}.max_points")),
         mistake=None if mistake is None else _expect(mistake, str, f"{where}.mistake"),
-        message=_expect(data.get("message"), str, f"{where}.message"))
+        message=_expect(data.get("message"), str, f"{where}.message"),
+        points_alone=None if alone is None else float(_expect(alone, (int, float), f"{where}.points_alone")),
+        status_alone=status_alone)
 
 
 def parse_verdicts(text: str, where: str = "verdicts") -> LabVerdicts:

@@ -28,7 +28,8 @@ class Reported:
 @pytest.fixture(scope="session")
 def reported(tmp_path_factory) -> Reported:
     root = tmp_path_factory.mktemp("report-course")
-    shutil.copytree(report_class.REPO / "notebooks" / report_class.LAB, root / "notebooks" / report_class.LAB)
+    for folder in ("notebooks", "solutions"):  # the release and the reference solution, as in a course
+        shutil.copytree(report_class.REPO / folder / report_class.LAB, root / folder / report_class.LAB)
     planted = report_class.build(root)
     tally, pairs, notes = report.write_report(root, report_class.LAB)
     return Reported(root, planted, tally, pairs, notes)

@@ -1,5 +1,6 @@
-"""In real Chromium, does the report show its tables and plots, and does axe-core find no WCAG 2.1
-A/AA violation (the site's own test: the same rules, the same axe-core) on either copy?
+"""In real Chromium, does the report show its tables and plots, does its summary fit the first screen
+of a 1280x800 window, and does axe-core find no WCAG 2.1 A/AA violation (the site's own test: the
+same rules, the same axe-core) on either copy?
 
 The pages are opened from disk (file://), with JavaScript left as Chromium has it: the report
 has none of its own. Needs Debian's ``chromium`` and ``chromium-driver``; where they are missing
@@ -51,3 +52,35 @@ def test_report_in_chromium(browser, reported, copy):
     assert MUST_RUN <= set(result["rules"]) and result["passes"] > 0
     assert not result["violations"], "\n".join(f"{v['id']} ({v['impact']}): {v['help']} at {v['targets'][:3]}"
                                                for v in result["violations"])
+
+
+FIRST_SCREEN = """
+const summary = document.getElementById('summary').getBoundingClientRect();
+return {top: summary.top, bottom: summary.bottom, height: window.innerHeight, width: window.innerWidth,
+        scrolled: window.scrollY, first: document.querySelector('main > :nth-child(2)').id,
+        items: document.querySelectorAll('#summary li').length, text: document.getElementById('summary').innerText};
+"""
+
+
+@pytest.fixture(scope="module")
+def small_screen(tmp_path_factory):
+    driver = chromium.start(tmp_path_factory.mktemp("report-chromium-800"), "1280,1000", 60)
+    # the page's viewport itself 1280x800 (the window's size would include the browser's own bars)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.parametrize("copy", ["index.html", "class/index.html"])
+def test_the_summary_is_on_the_first_screen(small_screen, reported, copy):
+    """At 1280x800, is the summary the page's first section, wholly on the first screen, with the
+    class size, the median and the three most common mistakes (and, with ids, the groups of similar answers)?"""
+    small_screen.get((reported.root / "reports" / report_class.LAB / copy).as_uri())
+    shown = small_screen.execute_script(FIRST_SCREEN)
+    assert shown["first"] == "summary" and shown["scrolled"] == 0, shown
+    assert (shown["width"], shown["height"]) == (1280, 800), shown
+    assert 0 <= shown["top"] and shown["bottom"] <= shown["height"], shown
+    assert shown["items"] == 3 and f"{len(reported.planted.students)} students" in shown["text"]
+    assert "Median score" in shown["text"]
+    assert ("group of students to look at" in shown["text"]) == (copy == "index.html"), shown["text"]

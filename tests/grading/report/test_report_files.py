@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from html.parser import HTMLParser
@@ -119,3 +120,46 @@ def test_a_rerun_writes_the_same_bytes(reported, tmp_path):
     first = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
     written = reported.root / "reports"
     assert first == {p.relative_to(written): p.read_bytes() for p in sorted(written.rglob("*")) if p.is_file()}
+
+
+def test_every_mistake_the_page_names_stands_beside_its_words(reported):
+    """Wherever a page or a CSV file names a mistake id, are its words (mistakes.describe) beside it?"""
+    from html import escape
+
+    from autograder.checks.mistakes import describe
+
+    folder = reported.root / "reports" / LAB
+    for path in (folder / "index.html", folder / "class" / "index.html"):
+        text = path.read_text(encoding="utf-8")
+        named = re.findall(r"<code>([a-z0-9-]+/[a-z0-9-]+|unnamed)</code>", text)
+        assert {m.mistake for m in reported.tally.mistakes} <= set(named)
+        for mistake in set(named):
+            assert text.count(f"<code>{mistake}</code>") == \
+                text.count(f"{escape(describe(mistake))} (<code>{mistake}</code>)"), (path, mistake)
+    rows = list(csv.DictReader((folder / "mistakes.csv").open(encoding="utf-8")))
+    assert rows and all(r["words"] == describe(r["mistake"]) for r in rows)
+    ranked = list(csv.DictReader((folder / "exercises.csv").open(encoding="utf-8")))
+    assert all(r["most_common_mistake_words"] == (describe(r["most_common_mistake"]) if r["most_common_mistake"]
+                                                 else "") for r in ranked)
+
+
+def test_the_page_opens_with_the_summary(reported):
+    """Does the page's first section say the class size, the median and the middle half, the three most
+    common named mistakes in words with their counts and lecture sections, and the groups to look at?"""
+    from autograder.checks.mistakes import describe
+    from autograder.grading.grader.report.similar import groups
+
+    text = (reported.root / "reports" / LAB / "index.html").read_text(encoding="utf-8")
+    main = text[text.index("<main>"):]
+    assert main.index('id="summary"') < main.index("<h2", main.index("</section>"))  # before any other section
+    summary = main[:main.index("</section>")]
+    median, low, high = reported.tally.spread()
+    assert f"{len(reported.planted.students)} students" in summary and f"Median score <strong>{median:g}" in summary
+    assert f"the middle half scored {low:g} to {high:g}" in summary
+    top = [m for m in reported.tally.mistakes if m.mistake != "unnamed"][:3]
+    items = re.findall(r"<li>(.*?)</li>", summary)
+    assert len(items) == 3
+    for item, m in zip(items, top, strict=True):
+        assert item.startswith(f"<strong>{m.count}</strong>") and describe(m.mistake).split(":")[0] in item
+        assert lessons.lesson(LAB, m.exercise).url() in item
+    assert f"{len(groups(reported.pairs))} group" in summary

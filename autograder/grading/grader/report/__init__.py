@@ -8,15 +8,15 @@ is read from ``autograded/*/LAB/verdicts.json``; nothing is graded again, and no
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from autograder import notebook_cells
 from autograder.grading.grader.report import page, sheets, similar
+from autograder.grading.grader.report.page import Compared
+from autograder.grading.grader.report.release import Release, read_release
 from autograder.grading.grader.report.tables import write_tables
 from autograder.grading.grader.report.tally import Tally, tally
 
-__all__ = ["NoVerdicts", "default_out", "given_lines", "write_report"]
+__all__ = ["NoVerdicts", "default_out", "write_report"]
 
 
 class NoVerdicts(LookupError):
@@ -28,44 +28,34 @@ def default_out(root: Path) -> Path:
     return root / "reports"
 
 
-def given_lines(root: Path, lab: str) -> dict[str, list[str]]:
-    """The stub's lines of each answer cell of ``lab``'s release (cell id -> lines), which the
-    comparison of answers leaves out; empty where the release is not there."""
-    path = root / "notebooks" / lab / f"{lab}.ipynb"
-    if not path.is_file():
-        return {}
-    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])  # the release is ours: plain JSON
-    given = {}
-    for cell in cells:
-        meta = notebook_cells.fields(cell)
-        if meta.get("solution") and meta.get("grade_id"):
-            source = cell.get("source", "")
-            given[meta["grade_id"]] = ("".join(source) if isinstance(source, list) else source).splitlines()
-    return given
-
-
-def _pairs(lab_sheets: list[sheets.Sheet], given: dict[str, list[str]]) -> list[similar.Pair]:
-    """Similar answers, per exercise: the exercise's answer cells joined, compared across students."""
+def _pairs(lab_sheets: list[sheets.Sheet], lab: Release, max_shared: int) -> list[similar.Pair]:
+    """Similar answers, per exercise of the release: its answer cells joined, compared across
+    students, with the fingerprints of its stub and its reference solution left out."""
     found: list[similar.Pair] = []
-    exercises = {row.exercise: row.answer_cells for s in lab_sheets for row in s.rows}
-    for exercise, cells in exercises.items():
+    for exercise, cells in lab.exercises.items():
         answers = {s.student: "\n".join(s.answers.get(c, "") for c in cells) for s in lab_sheets}
-        stub = [line for c in cells for line in given.get(c, [])]
-        found += similar.similar_pairs(exercise, answers, stub)
+        stub = "\n".join(lab.stubs.get(c, "") for c in cells)
+        given = stub.splitlines()
+        ignored = similar.boilerplate([stub, "\n".join(lab.solutions.get(c, "") for c in cells)], given)
+        found += similar.similar_pairs(exercise, answers, given, ignored, max_shared)
     return found
 
 
-def write_report(root: Path, lab: str, out: Path | None = None) -> tuple[Tally, list[similar.Pair], list[str]]:
+def write_report(root: Path, lab: str, out: Path | None = None, max_shared: int = similar.MAX_SHARED,
+                 ) -> tuple[Tally, list[similar.Pair], list[str]]:
     """Write ``lab``'s report under ``out`` (default ROOT/reports) /LAB; its tally, similar
-    pairs and notes (files that could not be read)."""
+    pairs and notes (files that could not be read). ``max_shared``: M, above which a fingerprint
+    common to that many answers of the class is not evidence of anything (``similar``)."""
     lab_sheets, notes = sheets.read_class(root, lab)
     if not lab_sheets:
         raise NoVerdicts(f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
                          + (f"; {len(notes)} unreadable: {notes[0]}" if notes else ""))
     t = tally(lab, lab_sheets)
-    pairs = _pairs(lab_sheets, given_lines(root, lab))
+    release = read_release(root, lab)
+    pairs = _pairs(lab_sheets, release, max_shared)
+    compared = Compared(bool(release.exercises), max_shared)
     folder = (out or default_out(root)) / lab
     for copy, ids in ((folder, True), (folder / "class", False)):
         write_tables(t, pairs, copy, ids)
-        (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids), encoding="utf-8")
+        (copy / "index.html").write_text(page.render(t, pairs, notes, ids=ids, compared=compared), encoding="utf-8")
     return t, pairs, notes

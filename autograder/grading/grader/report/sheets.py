@@ -28,6 +28,12 @@ class Row:
     max_points: float
     mistake: str | None  # a mistake id, "unnamed", or None unless failed
     message: str = ""
+    points_alone: float | None = None  # on its own (error carried forward); None: not re-run, as ``points``
+
+    @property
+    def lost_alone(self) -> float:
+        """The points lost on this exercise on its own: what a mistake in it costs, not one carried from before."""
+        return self.max_points - (self.points if self.points_alone is None else self.points_alone)
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,8 @@ def _read(path: Path) -> Sheet:
         verdicts = read_verdicts(path)
     except (OSError, UnicodeDecodeError, VerdictsFileError) as err:
         raise BadVerdicts(f"{path}: {err}") from None
-    rows = tuple(Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message)
-                 for e in verdicts.exercises)
+    rows = tuple(Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message,
+                     e.points_alone) for e in verdicts.exercises)
     return Sheet(verdicts.student, verdicts.original_id, verdicts.lab, rows, dict(verdicts.answers))
 
 

@@ -1,6 +1,6 @@
-"""Similar submissions: per exercise, pairs of answers whose normalised code is nearly the same.
+"""Similar submissions: groups of students whose answers to an exercise are nearly the same.
 
-A flag for the instructor to read the two answers side by side; it never changes a point.
+A flag for the instructor to read the answers side by side; it never changes a point.
 
 Normalised code: the answer cells of the exercise, tokenised by Python's own ``tokenize``;
 the lines the release's stub already gave (the ``def`` line, the docstring) dropped, and
@@ -11,10 +11,20 @@ change nothing, while the operations an answer calls still count.
 
 Fingerprints: copydetect's winnowing (MOSS's algorithm) over k-grams of ``NOISE`` tokens with
 a window of ``WINDOW``, the k-grams hashed by CRC-32 so that a rerun gives the same report.
-Two answers are similar when their
-fingerprint sets overlap by at least ``THRESHOLD`` (Jaccard: shared / either). Answers shorter
-than ``MIN_TOKENS`` normalised tokens (K) are not compared: short correct answers converge
-(``return x @ W.T``), and a match between them says nothing.
+
+Shared code that says nothing is taken out before comparing, as MOSS does (copydetect's own
+boilerplate filtering is not used: it is done here): the fingerprints of the release's stub and
+of the reference solution, and every fingerprint found in more than ``MAX_SHARED`` (M) of the
+class's answers to the exercise (MOSS's ``-m``, default 10): code that many students typed,
+each on their own (the standard answer, with the small variations of people typing it), is
+no evidence that two of them worked together.
+
+Two answers are similar when, after that, they share at least ``MIN_SHARED`` fingerprints and
+those are at least ``THRESHOLD`` of either's (Jaccard: shared / either). Answers shorter than
+``MIN_TOKENS`` normalised tokens (K) are not compared: short correct answers converge
+(``return x @ W.T``), and a match between them says nothing. Students are then grouped: a
+group is a set of students connected by similar answers, on any exercise of the lab (a
+connected component), shown once however many pairs it holds.
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ MIN_TOKENS = 30  # K: answers with fewer normalised tokens are not compared
 NOISE = 5  # k: tokens per fingerprinted k-gram (a match shorter than this is noise)
 WINDOW = 4  # w: winnowing window; every match of NOISE + WINDOW - 1 tokens is seen
 THRESHOLD = 0.8  # Jaccard overlap of two answers' fingerprints from which the pair is flagged
+MAX_SHARED = 10  # M: a fingerprint in more than M answers of a class to one exercise is dropped (MOSS's -m)
+MIN_SHARED = 8  # fingerprints two answers must share beyond the boilerplate (winnowing keeps ~2/(w+1) k-grams)
 
 _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
             tokenize.ENDMARKER, tokenize.TYPE_COMMENT}
@@ -122,14 +134,61 @@ def _candidates(prints: dict[str, set[int]]) -> set[tuple[str, str]]:
     return {pair for students in index.values() for pair in itertools.combinations(students, 2)}
 
 
-def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] = ()) -> list[Pair]:
-    """The pairs of students (``answers``: student -> the exercise's answer source) whose
-    normalised answers of at least MIN_TOKENS tokens overlap by THRESHOLD or more, most similar first."""
+def boilerplate(sources: Iterable[str], given: Iterable[str] = ()) -> set[int]:
+    """The fingerprints of code every student was given or is expected to write: ``sources``
+    (the stub as released, the reference solution), normalised as answers are."""
     given = list(given)
-    prints = {}
-    for student, source in sorted(answers.items()):
-        tokens = normalise(source, given)
-        if len(tokens) >= MIN_TOKENS:
-            prints[student] = fingerprints(tokens)
-    pairs = [Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3)) for a, b in _candidates(prints)]
+    return {h for source in sources for h in fingerprints(normalise(source, given))}
+
+
+def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] = (),
+                  ignored: Iterable[int] = (), max_shared: int = MAX_SHARED) -> list[Pair]:
+    """The pairs of students (``answers``: student -> the exercise's answer source) whose
+    normalised answers of at least MIN_TOKENS tokens, the ``ignored`` fingerprints (``boilerplate``)
+    and those of more than ``max_shared`` answers taken out, share MIN_SHARED fingerprints and
+    overlap by THRESHOLD or more; most similar first."""
+    given, ignored = list(given), set(ignored)
+    tokens = {student: normalise(source, given) for student, source in sorted(answers.items())}
+    every = {student: fingerprints(t) - ignored for student, t in tokens.items()}
+    common = Counter(h for hashes in every.values() for h in hashes)  # in how many of the class's answers
+    prints = {s: kept for s, hashes in every.items() if len(tokens[s]) >= MIN_TOKENS
+              and len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED}
+    pairs = [Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3)) for a, b in _candidates(prints)
+             if len(prints[a] & prints[b]) >= MIN_SHARED]
     return sorted((p for p in pairs if p.similarity >= THRESHOLD), key=lambda p: (-p.similarity, p.first, p.second))
+
+
+@dataclass(frozen=True)
+class Group:
+    """Students connected by similar answers (a connected component of the pairs), with those pairs."""
+
+    students: tuple[str, ...]
+    pairs: tuple[Pair, ...]
+
+    @property
+    def exercises(self) -> tuple[str, ...]:
+        """The exercises on which some two of them answered alike, in the order first met."""
+        return tuple(dict.fromkeys(p.exercise for p in self.pairs))
+
+
+def groups(pairs: Iterable[Pair]) -> list[Group]:
+    """The connected components of ``pairs`` (on any exercise): the largest group first, then the
+    most similar, then by student."""
+    pairs = list(pairs)
+    parent: dict[str, str] = {}
+
+    def root(student: str) -> str:
+        parent.setdefault(student, student)
+        while parent[student] != student:
+            parent[student] = parent[parent[student]]
+            student = parent[student]
+        return student
+
+    for p in pairs:
+        parent[root(p.first)] = root(p.second)
+    members: defaultdict[str, list[str]] = defaultdict(list)
+    for student in sorted(parent):
+        members[root(student)].append(student)
+    found = [Group(tuple(students), tuple(p for p in pairs if root(p.first) == top))
+             for top, students in members.items()]
+    return sorted(found, key=lambda g: (-len(g.students), -max(p.similarity for p in g.pairs), g.students))

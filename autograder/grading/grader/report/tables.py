@@ -7,10 +7,11 @@ import csv
 import io
 from pathlib import Path
 
+from autograder.checks.mistakes import describe
 from autograder.grading.grader.ids import csv_cell
 from autograder.grading.grader.report import plots
 from autograder.grading.grader.report.lessons import lesson
-from autograder.grading.grader.report.similar import Pair
+from autograder.grading.grader.report.similar import Pair, groups
 from autograder.grading.grader.report.tally import Tally
 
 
@@ -24,22 +25,26 @@ def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
 
 
 def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[Path]:
-    """Write the report's CSV files into ``folder`` (with ids, or the class copy without); their paths."""
+    """Write the report's CSV files into ``folder`` (with ids, or the class copy without); their paths.
+    A mistake's words (``mistakes.describe``) stand beside its id; similar answers are groups."""
     written: dict[str, tuple[list[str], list[list[object]]]] = {
         "distribution.csv": (["score_from", "score_to", "students"], [[lo, hi, n] for lo, hi, n in plots.bins(t)]),
         "exercises.csv": (["rank", "exercise", "max_points", "passed", "failed", "blank", "attempted", "lost_points",
-                           "most_common_mistake", "taught_in"],
+                           "points_lost_alone", "most_common_mistake", "most_common_mistake_words", "taught_in"],
                           [[rank, e.name, e.max_points, e.passed, e.failed, e.blank, e.attempted, e.lost,
-                            e.top_mistake() or "", (where.url() if (where := lesson(t.lab, e.name)) else "")]
-                           for rank, e in enumerate(t.ranked(), 1)]),
-        "mistakes.csv": (["exercise", "mistake", "students", "attempted", "share"] + (["ids"] if ids else []),
-                         [[m.exercise, m.mistake, m.count, m.attempted, round(m.share, 4)]
+                            round(e.points_lost, 4), top or "", describe(top) if top else "",
+                            (where.url() if (where := lesson(t.lab, e.name)) else "")]
+                           for rank, e in enumerate(t.ranked(), 1) for top in [e.top_mistake()]]),
+        "mistakes.csv": (["exercise", "mistake", "words", "students", "attempted", "share"] + (["ids"] if ids else []),
+                         [[m.exercise, m.mistake, describe(m.mistake), m.count, m.attempted, round(m.share, 4)]
                           + ([" ".join(m.students)] if ids else []) for m in t.mistakes]),
     }
     if ids:
         written["scores.csv"] = (["student_id", "score", "max_score"], [list(s) for s in t.scores])
-        written["similar.csv"] = (["exercise", "student_a", "student_b", "similarity"],
-                                  [[p.exercise, p.first, p.second, p.similarity] for p in pairs])
+        written["similar.csv"] = (["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
+                                  [[n, " ".join(g.students), " ".join(g.exercises),
+                                    min(p.similarity for p in g.pairs), max(p.similarity for p in g.pairs)]
+                                   for n, g in enumerate(groups(pairs), 1)])
     folder.mkdir(parents=True, exist_ok=True)
     for name, (head, rows) in written.items():
         _write(folder / name, head, rows)

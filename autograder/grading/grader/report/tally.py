@@ -1,5 +1,8 @@
 """The report's numbers: per exercise passed / failed / blank, per mistake who made it, and
-the exercises ranked by how many students lost points on them.
+the exercises ranked by the points the class lost on them *on their own*: where grading re-ran
+an exercise with the earlier exercises it uses replaced by the reference (error carried
+forward, ``points_alone`` in the verdicts), a mistake made earlier costs it nothing here, so the
+ranking points at the exercise where the mistake is.
 
 A check stops at its first failure, so each failed exercise carries one mistake: the first
 one its check found. A student *attempted* an exercise when it is not blank (an answer cell
@@ -8,6 +11,7 @@ changed from the release); a mistake's share is of those who attempted the exerc
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -24,6 +28,7 @@ class Exercise:
     failed: int = 0
     blank: int = 0
     lost: int = 0  # students with fewer points than the maximum (blank ones included)
+    points_lost: float = 0.0  # points the class lost on it on its own (blank ones included)
     mistakes: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -63,9 +68,18 @@ class Tally:
     mistakes: list[Mistake]  # most common first
 
     def ranked(self) -> list[Exercise]:
-        """Exercises by how many students lost points on them, most first (then notebook order)."""
+        """Exercises by the points the class lost on them on their own, most first (then by students
+        who lost points, then notebook order)."""
         order = {e.name: i for i, e in enumerate(self.exercises)}
-        return sorted(self.exercises, key=lambda e: (-e.lost, order[e.name]))
+        return sorted(self.exercises, key=lambda e: (-round(e.points_lost, 6), -e.lost, order[e.name]))
+
+    def spread(self) -> tuple[float, float, float]:
+        """(median, first quartile, third quartile) of the scores; the middle half lies between the quartiles."""
+        values = sorted(score for _, score, _ in self.scores)
+        if len(values) < 2:
+            return (values[0],) * 3 if values else (0.0, 0.0, 0.0)
+        low, middle, high = statistics.quantiles(values, n=4, method="inclusive")
+        return middle, low, high
 
 
 def tally(lab: str, sheets: list[Sheet]) -> Tally:
@@ -78,6 +92,7 @@ def tally(lab: str, sheets: list[Sheet]) -> Tally:
             ex.max_points = max(ex.max_points, row.max_points)
             setattr(ex, row.status, getattr(ex, row.status) + 1)
             ex.lost += row.points < row.max_points
+            ex.points_lost += row.lost_alone
             if row.status == "failed":
                 mistake = row.mistake or "unnamed"
                 ex.mistakes[mistake] += 1
