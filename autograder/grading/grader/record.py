@@ -126,7 +126,10 @@ def lab_verdicts(student: str, original_id: str | None, lab: str, autograded: No
             exercise=grade_id, answer_cells=[str(_nbgrader(c)["grade_id"]) for c in answers], status=status,
             points=float(verdict.points), max_points=float(verdict.max_points),
             mistake=str(verdict.mistake) if status == "failed" else None,
-            message=_message(verdict, grade_id, sources.get(grade_id, ""))))
+            message=_message(verdict, grade_id, sources.get(grade_id, "")),
+            points_alone=None if getattr(verdict, "alone", None) is None
+            else float(verdict.max_points) if verdict.alone else 0.0,
+            status_alone=None if getattr(verdict, "alone", None) is None else "passed" if verdict.alone else "failed"))
         out.answers.update({str(_nbgrader(c)["grade_id"]): c.source for c in answers})
     return out
 

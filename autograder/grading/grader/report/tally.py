@@ -93,7 +93,8 @@ def tally(lab: str, sheets: list[Sheet]) -> Tally:
             setattr(ex, row.status, getattr(ex, row.status) + 1)
             ex.lost += row.points < row.max_points
             ex.points_lost += row.lost_alone
-            if row.status == "failed":
+            if row.status == "failed" and not (row.points_alone is not None and row.lost_alone == 0):
+                # (a failure that passes on its own is an earlier exercise's mistake, counted there)
                 mistake = row.mistake or "unnamed"
                 ex.mistakes[mistake] += 1
                 who[(row.exercise, mistake)].append(sheet.student)
