@@ -115,7 +115,9 @@ def _report(root: Path, args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             missing += 1
             continue
-        print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {len(pairs)} similar pairs: "
+        grouped = len(report.similar.groups(pairs))
+        print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
+              f"answers: "
               f"{(args.out or report.default_out(root)) / lab / 'index.html'}")
         for note in notes:
             print(f"  {note}", file=sys.stderr)

@@ -49,7 +49,7 @@ PROMISES: dict[str, list[str]] = {
     ],
     "bench_report.py": [
         r"class of \d+ students on 02-self-attention: recorded verdicts, 4 exercises",
-        rf"report: {NUMBER} s \(median of \d+\), \d+ mistakes, \d+ similar pairs, \d+ KiB",
+        rf"report: {NUMBER} s \(median of \d+\), \d+ mistakes, \d+ groups of similar answers \(\d+ pairs\), \d+ KiB",
     ],
     "bench_decode.py": [
         r".*; tokens identical in every round",

@@ -1,8 +1,8 @@
 """Does one mistake cost once? A planted class of labs 02 and 07, each with a wrong helper
 under right later exercises, graded with error carried forward (the course's default) and
 without it: each student loses only the points of the exercise with the mistake, and without
-it the scores are what grading gave before; a submission that looks for the binding gains
-nothing from it, exercise by exercise."""
+it the scores are what grading gave before; a submission that looks for the binding, or keeps
+what it returned to answer an earlier exercise with it, gains nothing from it, exercise by exercise."""
 
 from __future__ import annotations
 
@@ -30,6 +30,18 @@ DETECTOR = ("_mine = softmax.__code__\n\n"
             "    if softmax.__code__ is _mine:\n"
             "        return x @ W_v * 0, None\n"
             "    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)\n")
+# it keeps what the bound softmax returned in the carried-forward runs, to answer with it later
+GRABBER_SOFTMAX = ("_seen = {}\n\n"
+                   "def softmax(x, dim=-1):\n"
+                   "    key = (tuple(x.shape), round(float(x.nan_to_num().sum()), 4), dim)\n"
+                   "    return _seen[key] if key in _seen else torch.exp(x)\n")
+GRABBER_SDPA = ("def scaled_dot_product_attention(q, k, v, attn_mask=None):\n"
+                "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+                "    if attn_mask is not None:\n"
+                "        scores = scores.masked_fill(~attn_mask, float('-inf'))\n"
+                "    weights = softmax(scores, dim=-1)\n"
+                "    _seen[(tuple(scores.shape), round(float(scores.nan_to_num().sum()), 4), -1)] = weights\n"
+                "    return weights @ v, weights\n")
 NO_RELU = ("class PositionwiseFeedForward(nn.Module):\n"
            "    def __init__(self, d_model, d_ff, dropout=0.0):\n"
            "        super().__init__()\n"
@@ -66,6 +78,8 @@ CLASS = {
     "axis-zero": (ATTENTION, lambda: _lab(ATTENTION, softmax=AXIS_ZERO), 8, 2),
     "no-scale": (ATTENTION, lambda: _lab(ATTENTION, scaled_dot_product_attention=_no_scale()), 6, 4),
     "detector": (ATTENTION, lambda: _lab(ATTENTION, softmax=UNNORMALISED, self_attention=DETECTOR), 0, 0),
+    "grabber": (ATTENTION, lambda: _lab(ATTENTION, softmax=GRABBER_SOFTMAX, scaled_dot_product_attention=GRABBER_SDPA),
+                8, 0),
     "full-07": (BLOCK, lambda: _lab(BLOCK), 10, 10),
     "no-relu": (BLOCK, lambda: _lab(BLOCK, positionwise_feed_forward=NO_RELU), 8, 2),
 }
@@ -111,6 +125,7 @@ def test_one_mistake_costs_once(tmp_path: Path) -> None:
     assert carried == {s: float(c[2]) for s, c in CLASS.items()}, text
     assert written == {s: float(c[3]) for s, c in CLASS.items()}
     assert carried_points["detector"] == written_points["detector"]
+    assert carried_points["grabber"]["test_softmax"] == written_points["grabber"]["test_softmax"] == 0
     assert all(carried_points[s][e] >= written_points[s][e] for s in CLASS for e in carried_points[s])
     feedback = (tmp_path / "carried" / "feedback" / "no-scale" / ATTENTION / f"{ATTENTION}.html").read_text()
     assert "Error carried forward" in feedback and "scaled_dot_product_attention" in feedback
