@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import across
+from across_boundary import across
 
 import autograder.checks
 from autograder.grading.protocol.remote import Connection

@@ -88,13 +88,14 @@ def _carries_forward(s: Submission) -> bool:
     """Error carried forward: on unless the course's nbgrader_config.py says
     ``c.Grading.carry_forward = False``, and never for a submission that touches the checks'
     machinery (it could tell the binding from its own helper: it is graded as written)."""
-    if not s.config.Grading.get("carry_forward", True):
-        return False
-    if similarity.reaches_machinery(s.autograded):
-        s.result.notes.append("error carried forward not applied: an answer touches the checks' machinery "
-                              "(flagged), so every exercise is graded as written")
-        return False
-    return True
+    return bool(s.config.Grading.get("carry_forward", True)) and not similarity.reaches_machinery(s.autograded)
+
+
+def _withheld(s: Submission) -> bool:
+    """Was error carried forward withheld from an exercise that failed after an earlier failure?"""
+    failed = [not v.passed for v in s.verdicts.values()]
+    return (bool(s.config.Grading.get("carry_forward", True)) and any(failed[i] and any(failed[:i])
+            for i in range(len(failed))) and similarity.reaches_machinery(s.autograded))
 
 
 def independent_check(s: Submission) -> bool:
@@ -104,6 +105,9 @@ def independent_check(s: Submission) -> bool:
     carried forward) it passes once the earlier exercises the student got wrong are made right."""
     start = time.perf_counter()
     s.verdicts = _recheck(s)
+    if _withheld(s):
+        s.result.notes.append("error carried forward not applied: an answer touches the checks' machinery "
+                              "(flagged), so every exercise is graded as written")
     hidden = verdicts_of.hidden_failures(recheck.test_cells(s.source), s.verdicts)  # never run by the kernel
     before = gradebook.settle(s.config.CourseDirectory.db_url, s.config.CourseDirectory.course_id,
                               s.job.student, s.job.lab,
