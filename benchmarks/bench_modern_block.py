@@ -127,10 +127,11 @@ def main() -> None:
                   f"target loss {r['final']['target_loss']:.4f}, exact match {100 * r['final']['exact_match']:.1f}%")
     for kind in ("2017", "modern"):
         mine = [r["final"] for r in runs if r["kind"] == kind]
-        print(f"{kind:>6} mean of {len(mine)} seed(s): target loss {sum(m['target_loss'] for m in mine) / len(mine):.4f}, "
-              f"exact match {100 * sum(m['exact_match'] for m in mine) / len(mine):.1f}%")
+        loss, match = (sum(m[key] for m in mine) / len(mine) for key in ("target_loss", "exact_match"))
+        print(f"{kind:>6} mean of {len(mine)} seed(s): target loss {loss:.4f}, exact match {100 * match:.1f}%")
     if args.json:
-        meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__, "python": platform.python_version(),
+        meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+                "python": platform.python_version(),
                 "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s)",
                 "load_average_1min": os.getloadavg()[0]}
         with open(args.json, "w") as f:
