@@ -65,7 +65,7 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0, pairing: Pai
         x: queries or keys ``(B, H, L, Dh)`` (any leading dimensions; the last two are L, Dh).
         positions: the position of each of the L tokens, ``(L,)`` for the whole batch or
             ``(B, L)`` per row (left padding, or a cache whose rows are at different lengths).
-        base: the frequency base (10000 in the paper and Llama 2; 500000 in Llama 3).
+        base: the frequency base (10000 in the paper; a model may be trained with another).
         pairing: ``"adjacent"`` (features 2i, 2i + 1) or ``"halves"`` (features i, i + Dh/2).
 
     Returns:
