@@ -145,7 +145,7 @@ def _rms_mistakes(x: Tensor, w: Tensor, eps: float) -> dict:
 
 @check
 def check_rms_norm(rms_norm, seed: int = 0) -> None:
-    """``rms_norm(x, weight, eps)``, equal to ``torch.nn.RMSNorm(D, eps=eps)`` with that weight: several
+    """``rms_norm(x, weight, eps)`` against ``torch.nn.RMSNorm(D, eps=eps)`` with that weight: several
     eps values (set explicitly), a row of zeros, D = 1, float64, and large values."""
     g = generator(seed)
     cases = [((2, 5, 8), 1e-6, torch.float32, 1.0), ((3, 4), 1e-5, torch.float64, 1.0),
@@ -159,7 +159,10 @@ def check_rms_norm(rms_norm, seed: int = 0) -> None:
             x[..., 0, :] = 0.0  # a row of zeros: eps keeps it 0, not NaN
         w = random_tensor(shape[-1:], seed * 10 + i + 5, dtype)
         what = f"rms_norm(x {shape} {str(dtype)[6:]} of size ~{scale:g}, weight, eps={eps:g}) (seed {seed})"
-        expected = modern.rms_norm(x, w, eps)
+        norm = torch.nn.RMSNorm(shape[-1], eps=eps, dtype=dtype)  # the same eps, set explicitly
+        with torch.no_grad():
+            norm.weight.copy_(w)
+            expected = norm(x)
         with forbidden(rms_norm, _RMS_OPS, "Divide by the root mean square over the last dimension yourself."):
             found = call(rms_norm, x.clone(), w.clone(), eps, what=what)
         expect_close(what, found, expected, **_TOL[dtype], mistakes=_rms_mistakes(x, w, eps))
@@ -268,7 +271,8 @@ _CACHE_OPS = ["torch.nn.functional.scaled_dot_product_attention", "autograder.re
 
 @check
 def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
-    """``attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0)`` -> ``(out, cache_k, cache_v)``:
+    """``attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0)`` -> ``(out, cache_k, cache_v)``, the
+    output compared with ``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the rotated queries and cache:
     an empty cache and a prompt, one new token after a cache, two new tokens; grouped-query
     (H = 4, G = 2), multi-query (G = 1) and multi-head (G = H); base 500000; float64. The adjacent
     pairing, as ``apply_rope``'s default."""
@@ -285,7 +289,13 @@ def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
         cv = random_tensor((b, grp, past, dh), s + 4, dtype)
         what = (f"attend_with_cache(q {tuple(q.shape)}, k and v {tuple(k.shape)}, a cache of P={past} tokens "
                 f"{tuple(ck.shape)}, base={base:g}), {str(dtype)[6:]}, H={h}, G={grp} (seed {seed})")
-        expected = modern.attend_with_cache(q, k, v, ck, cv, base)
+        positions = torch.arange(past, past + new)
+        keys = torch.cat([ck, reference.apply_rope(k, positions, base)], 2)  # (B, G, P + Lq, Dh)
+        values = torch.cat([cv, v], 2)
+        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)  # (Lq, P + Lq)
+        out = F.scaled_dot_product_attention(reference.apply_rope(q, positions, base), keys, values, allowed,
+                                             enable_gqa=True)  # PyTorch's own grouped-query attention
+        expected = (out, keys, values)
         with forbidden(attend_with_cache, _CACHE_OPS, "Rotate with your apply_rope, append to the cache, repeat "
                        "the key/value heads and attend with a causal mask of your own."):
             found = call(attend_with_cache, q.clone(), k.clone(), v.clone(), ck.clone(), cv.clone(), base, what=what)
