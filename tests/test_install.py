@@ -34,7 +34,7 @@ COLAB = {"torch": ["2.5.1", "2.6.0", "2.8.0", "2.9.0"], "numpy": ["1.26.4", "2.0
          "sacrebleu": []}  # not in Colab: the install cell brings it
 NOT_FOR_STUDENTS = {"jupyter-book", "selenium", "selenium-axe-python", "pytest", "pytest-xdist",
                     "psycopg2-binary", "sqlalchemy", "sphinx-mathjax-offline", "sphinxcontrib-bibtex",
-                    "ruff", "mypy"}
+                    "ruff", "mypy", "transformers"}
 
 
 def _pins(path: Path) -> dict[str, Requirement]:

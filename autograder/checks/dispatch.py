@@ -88,6 +88,9 @@ PYTHON_LEVEL: dict[str, str] = {
     "torch.nn.Transformer.forward": f"{_DECOMPOSES} (the layers' parts)",
     "torch.nn.Transformer.generate_square_subsequent_mask": f"{_DECOMPOSES} (full, triu: a mask built by hand)",
     "torch.nn.modules.transformer._generate_square_subsequent_mask": f"{_DECOMPOSES} (full, triu)",
+    # chapter 10: rms_norm has no kernel of its own on CPU
+    "torch.nn.functional.rms_norm": f"{_DECOMPOSES} (pow, mean, add, rsqrt, mul: the exercise)",
+    "torch.rms_norm": "it is F.rms_norm", "torch.nn.RMSNorm.forward": "it is F.rms_norm",
 }
 
 

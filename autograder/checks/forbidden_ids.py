@@ -13,7 +13,8 @@ EXERCISES = (
     "decoder_self_attention_mask", "masked_attention", "leaks_future", "layer_norm", "positionwise_feed_forward",
     "encoder_layer", "decoder_layer", "embeddings", "encoder_decoder", "greedy_decode", "label_smoothed_loss",
     "noam_lr", "train_step", "beam_search", "filter_logits", "decoder_only", "next_token_loss", "count_pairs",
-    "train_bpe", "encode", "decode",
+    "train_bpe", "encode", "decode", "apply_rope", "rms_norm", "swiglu", "attend_with_cache", "tiled_attention",
+    "perplexity",
 )
 
 

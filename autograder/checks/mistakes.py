@@ -22,6 +22,7 @@ import re
 from autograder.checks.failures import UNNAMED
 from autograder.checks.forbidden_ids import FORBIDDEN
 from autograder.checks.forbidden_ids import forbidden_id as forbidden_id  # re-exported: one module to ask for ids
+from autograder.checks.mistakes_modern import MODERN
 
 ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*")
 
@@ -298,6 +299,7 @@ NAMED: dict[str, str] = {
     "positionwise-feed-forward/dropout-on-input": "dropout on the FFN's input instead of its hidden units (between...",
 }
 
+NAMED.update(MODERN)  # chapter 10's, in a module of their own
 MISTAKES: dict[str, str] = {**NAMED, **FORBIDDEN}  # every id a check raises, but "unnamed"
 
 

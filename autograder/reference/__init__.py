@@ -60,10 +60,23 @@ from autograder.reference.loss import label_smoothed_loss, noam_lr, noam_schedul
 from autograder.reference.lowrank import bilinear_scores, low_rank_error, low_rank_factorize, merged_qk
 from autograder.reference.masks import causal_mask, decoder_self_attention_mask, padding_mask, to_pytorch_mask
 from autograder.reference.model import Embeddings, EncoderDecoder, TransformerConfig
+from autograder.reference.modern import (
+    RMSNorm,
+    SwiGLU,
+    attend_with_cache,
+    grouped_query_attention,
+    kv_cache_bytes,
+    rms_norm,
+    swiglu,
+    swiglu_hidden,
+)
+from autograder.reference.modern_lm import ModernCache, ModernConfig, ModernLM, generate_greedy, left_pad, perplexity
 from autograder.reference.multihead import MultiHeadAttention, merge_heads, split_heads
 from autograder.reference.norms import layer_norm
 from autograder.reference.positional import add_positions, pe_similarity, rotation_matrix, sinusoidal_encoding
 from autograder.reference.rnn import hidden_gradient_norms, receptive_field, rnn_forward
+from autograder.reference.rope import apply_rope, halves_permutation, rope_frequencies
+from autograder.reference.tiled import online_softmax, tiled_attention
 
 __all__ = [
     # chapter 1
@@ -90,4 +103,8 @@ __all__ = [
     "sample_next",
     "DecoderOnly", "EncoderOnly", "LanguageModelConfig", "continue_prompt", "mask_tokens", "masked_token_loss",
     "next_token_loss",
+    # chapter 10
+    "ModernCache", "ModernConfig", "ModernLM", "RMSNorm", "SwiGLU", "apply_rope", "attend_with_cache",
+    "generate_greedy", "grouped_query_attention", "halves_permutation", "kv_cache_bytes", "left_pad",
+    "online_softmax", "perplexity", "rms_norm", "rope_frequencies", "swiglu", "swiglu_hidden", "tiled_attention",
 ]

@@ -42,6 +42,11 @@ PROMISES: dict[str, list[str]] = {
         rf"seed \d+: +{NUMBER} ms/step +exact match +{NUMBER}% +token accuracy +{NUMBER}%",
         rf"mean of \d+ seed\(s\): {NUMBER} ms/step, exact match {NUMBER}% .*",
     ],
+    "bench_modern_block.py": [
+        r"task reverse as one sequence: \d+ training, \d+ held-out sequences, vocab \d+; \d+ steps of \d+, seeds .*",
+        rf" *(2017|modern) seed \d+: \d+ parameters, {NUMBER} s, target loss {NUMBER}, exact match {NUMBER}%",
+        rf" *(2017|modern) mean of \d+ seed\(s\): target loss {NUMBER}, exact match {NUMBER}%",
+    ],
     "bench_bpe.py": [
         r"corpus: the course's lectures, [\d,]+ characters; tokenizers on \d+ thread\(s\); same merges: True",
         r" *vocab_size +ours s +tokenizers s +ours/tokenizers",

@@ -13,7 +13,7 @@ from ._book import BUILD_ARGS, ROOT, toc_pages
 
 SLUGS = ["01-rnn-limits", "02-self-attention", "03-qk-low-rank", "04-multi-head-attention",
          "05-positional-encoding", "06-masking", "07-transformer-block", "08-encoder-decoder",
-         "09-tokens-in-tokens-out"]
+         "09-tokens-in-tokens-out", "10-modern-block"]
 PARTS = {"Foundations": SLUGS[:4], "Building the Transformer": SLUGS[4:7],
          "Training and inference": SLUGS[7:]}
 

@@ -300,3 +300,55 @@ def write_class(inbox: Path, course: Path, home: Path, students: dict[str, Case]
     planted.mkdir()
     (planted / "__init__.py").write_text(escape_init(course, home))
     return listed
+
+
+# ============================================================================= lab 10's attacks
+# Attacks on lab 10 (today's block), graded by tests/grading/test_hostile_lab10.py on a course that
+# holds lab 10 (the class above is the warm-up lab's): answers that hand back the reference's result
+# (``autograder.reference.rope``, ``.modern``, ``.tiled``, ``.modern_lm``), captured before the check
+# or called by name, or PyTorch's own op for the exercise (``F.rms_norm``, ``F.scaled_dot_product_attention``
+# with ``enable_gqa``, ``torch.softmax`` over all the keys at once).
+
+LAB10 = "10-modern-block"
+LAB10_POINTS = {"apply_rope": 3, "rms_norm": 2, "swiglu": 2, "attend_with_cache": 4, "tiled_attention": 4,
+                "perplexity": 2}
+
+LAB10_REFERENCE = {
+    "apply_rope": "from autograder.reference import apply_rope\n",
+    "rms_norm": "from autograder.reference import modern as _m\n\n"
+                "def rms_norm(x, weight, eps=1e-6):\n    return _m.rms_norm(x, weight, eps)\n",
+    "swiglu": "import autograder.reference.modern\n\n"
+              "def swiglu(x, w_gate, w_up, w_down):\n"
+              "    return autograder.reference.modern.swiglu(x, w_gate, w_up, w_down)\n",
+    "attend_with_cache": "from autograder.reference.modern import attend_with_cache\n",
+    "tiled_attention": "from autograder.reference import tiled as _t\n\n"
+                       "def tiled_attention(q, k, v, attn_mask=None, tile=64, _f=_t.tiled_attention):\n"
+                       "    return _f(q, k, v, attn_mask, tile)\n",
+    "perplexity": "from autograder.reference import families as _f\n\n"
+                  "def perplexity(logits, tokens, pad_id):\n"
+                  "    return _f.next_token_loss(logits, tokens, pad_id).exp()\n",
+}
+
+LAB10_TORCH = {
+    "rms_norm": "import torch.nn.functional as F\n\n"
+                "def rms_norm(x, weight, eps=1e-6):\n    return F.rms_norm(x, (x.size(-1),), weight, eps)\n",
+    "attend_with_cache": '''
+import torch.nn.functional as F
+
+def attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0):
+    past, new = cache_k.size(2), q.size(2)
+    positions = torch.arange(past, past + new)
+    cache_k = torch.cat([cache_k, apply_rope(k, positions, base)], dim=2)
+    cache_v = torch.cat([cache_v, v], dim=2)
+    allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    out = F.scaled_dot_product_attention(apply_rope(q, positions, base), cache_k, cache_v, allowed, enable_gqa=True)
+    return out, cache_k, cache_v
+''',
+    "tiled_attention": '''
+def tiled_attention(q, k, v, attn_mask=None, tile=64):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(s, dim=-1)) @ v
+''',
+}

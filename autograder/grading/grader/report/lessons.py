@@ -31,6 +31,7 @@ def _l(page: str, anchor: str, title: str) -> Lesson:
 _SA, _MH, _PE, _MK, _TB, _ED, _TK = ("02-self-attention", "04-multi-head-attention", "05-positional-encoding",
                                      "06-masking", "07-transformer-block", "08-encoder-decoder",
                                      "09-tokens-in-tokens-out")
+_MB = "10-modern-block"
 LESSONS: dict[str, dict[str, Lesson]] = {
     "00-warmup": {
         "test_relu": _l("guides/student", "work-through-a-lab", "Work through a lab"),
@@ -109,6 +110,15 @@ LESSONS: dict[str, dict[str, Lesson]] = {
         "test_filter_logits": _l(_TK, "sampling-temperature-top-k-top-p", "Sampling: temperature, top-k, top-p"),
         "test_decoder_only": _l(_TK, "decoder-only-next-token-training", "Decoder-only: next-token training"),
         "test_next_token_loss": _l(_TK, "decoder-only-next-token-training", "Decoder-only: next-token training"),
+    },
+    "10-modern-block": {
+        "test_apply_rope": _l(_MB, "rotary-position-embeddings", "Rotary position embeddings"),
+        "test_rms_norm": _l(_MB, "rmsnorm-and-swiglu", "RMSNorm and SwiGLU"),
+        "test_swiglu": _l(_MB, "rmsnorm-and-swiglu", "RMSNorm and SwiGLU"),
+        "test_attend_with_cache": _l(_MB, "grouped-query-attention-and-the-memory-of-the-kv-cache",
+                                     "Grouped-query attention and the memory of the KV cache"),
+        "test_tiled_attention": _l(_MB, "attention-tile-by-tile", "Attention tile by tile"),
+        "test_perplexity": _l(_MB, "perplexity-and-batched-generation", "Perplexity and batched generation"),
     },
 }
 

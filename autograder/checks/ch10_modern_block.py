@@ -1,0 +1,444 @@
+"""Checks for lab 10-modern-block (chapter 10): RoPE, RMSNorm, SwiGLU, grouped-query attention
+with a KV cache, tiled attention, perplexity.
+
+Shape letters: B batch, H query heads, G key/value heads, L length, P tokens in the cache,
+Lq new tokens, Lk keys, Dh head width, D d_model, F d_ff, V vocabulary. Masks: True = may attend.
+
+Each check compares the candidate with the reference (``autograder.reference``), which the
+tests compare with ``torch.nn.RMSNorm``, ``F.scaled_dot_product_attention(..., enable_gqa=True)``
+and Hugging Face's Llama rotary code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from autograder import reference
+from autograder.checks.core import (
+    call,
+    check,
+    expect_close,
+    expect_equal,
+    expect_shape,
+    fail,
+    forbidden,
+    generator,
+    padded_targets,
+    random_tensor,
+)
+from autograder.reference import modern, tiled
+from autograder.reference.rope import halves_permutation
+
+_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+
+
+# ----------------------------------------------------------------------------- apply_rope
+
+def _rope(x: Tensor, positions: Tensor, base: float, pairing: str, *, exponent: float = 2.0, sign: float = 1.0,
+          swap: bool = False) -> Tensor:
+    """RoPE, or one of its usual wrong variants (float64)."""
+    d = x.size(-1)
+    w = base ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)  # (Dh/2,)
+    angles = positions.double()[..., None] * w
+    if angles.dim() == 3:
+        angles = angles[:, None]  # (B, 1, L, Dh/2)
+    cos, sin = angles.cos(), sign * angles.sin()
+    if swap:
+        cos, sin = sin, cos
+    x = x.double()
+    if pairing == "adjacent":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
+    a, b = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
+
+
+def _rope_mistakes(x: Tensor, positions: Tensor, base: float, pairing: str) -> dict:
+    other = "halves" if pairing == "adjacent" else "adjacent"
+    wrong_pairing = ("pairs taken as halves (i, i + Dh/2) although pairing='adjacent' asks for (2i, 2i + 1)"
+                     if pairing == "adjacent" else
+                     "pairs taken as adjacent (2i, 2i + 1) although pairing='halves' asks for (i, i + Dh/2)")
+    out = {
+        wrong_pairing: lambda: _rope(x, positions, base, other),
+        "frequency exponent 2i/Dh written as i/Dh (a factor of two)":
+            lambda: _rope(x, positions, base, pairing, exponent=1.0),
+        "frequency exponent uses the feature index 2i where the formula has i, giving 4i/Dh":
+            lambda: _rope(x, positions, base, pairing, exponent=4.0),
+        "rotated backwards (sin with the wrong sign): pair (a, b) becomes (a cos - b sin, a sin + b cos)":
+            lambda: _rope(x, positions, base, pairing, sign=-1.0),
+        "sin and cos swapped": lambda: _rope(x, positions, base, pairing, swap=True),
+        "positions ignored: 0 .. L - 1 used instead of the positions given (after a cache of P tokens the new "
+        "ones are at P, P + 1, ...)": lambda: _rope(x, torch.arange(x.size(-2)), base, pairing),
+        "positions off by one (position + 1)": lambda: _rope(x, positions + 1, base, pairing),
+    }
+    if base != 10000.0:
+        out["the base argument ignored: frequencies computed with base 10000"] = \
+            lambda: _rope(x, positions, 10000.0, pairing)
+    return out
+
+
+_ROPE_OPS = ["autograder.reference.rope.apply_rope", "autograder.reference.rope.rope_scores",
+             "autograder.reference.modern.attend_with_cache"]
+
+
+@check
+def check_apply_rope(apply_rope, seed: int = 0) -> None:
+    """``apply_rope(x, positions, base=10000.0, pairing="adjacent")``: both pairings, positions that
+    start after a cache, per-row positions ``(B, L)``, base 500000, float64, Dh = 2, and a check
+    that the pairings differ only by ``halves_permutation``."""
+    g = generator(seed)
+    b, h, n = (int(torch.randint(1, 4, (1,), generator=g)) for _ in range(3))
+    dh = 2 * int(torch.randint(1, 9, (1,), generator=g))
+    cases = [((2, 3, 5, 8), torch.arange(5), 10000.0, "adjacent", torch.float32),
+             ((2, 3, 5, 8), torch.arange(5), 10000.0, "halves", torch.float32),
+             ((1, 2, 3, 16), torch.arange(7, 10), 10000.0, "adjacent", torch.float32),
+             ((2, 2, 4, 6), torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]]), 10000.0, "halves", torch.float64),
+             ((1, 1, 6, 16), torch.arange(40, 46), 500000.0, "adjacent", torch.float64),
+             ((2, 1, 1, 2), torch.tensor([3]), 10000.0, "halves", torch.float32),
+             ((b, h, n, dh), torch.arange(11, 11 + n), 10000.0, "adjacent" if seed % 2 else "halves", torch.float32)]
+    for i, (shape, positions, base, pairing, dtype) in enumerate(cases):
+        x = random_tensor(shape, seed * 10 + i, dtype)
+        what = (f"apply_rope(x {shape} {str(dtype)[6:]}, positions {positions.tolist()}, base={base:g}, "
+                f"pairing={pairing!r}) (seed {seed})")
+        expected = reference.apply_rope(x, positions, base, pairing)  # type: ignore[arg-type]
+        with forbidden(apply_rope, _ROPE_OPS, "Rotate each pair with torch.cos and torch.sin of position * w_i."):
+            found = call(apply_rope, x.clone(), positions.clone(), base, pairing, what=what)
+        expect_close(what, found, expected, **_TOL[dtype], mistakes=_rope_mistakes(x, positions, base, pairing))
+    # The two pairings are one rotation with the features reordered.
+    x = random_tensor((2, 2, 5, 10), seed + 99, torch.float64)
+    perm = halves_permutation(10)
+    with forbidden(apply_rope, _ROPE_OPS, "Rotate each pair with torch.cos and torch.sin of position * w_i."):
+        halves = call(apply_rope, x[..., perm].clone(), torch.arange(5), 10000.0, "halves", what="apply_rope, halves")
+        adjacent = call(apply_rope, x.clone(), torch.arange(5), 10000.0, "adjacent", what="apply_rope, adjacent")
+    expect_close("apply_rope(x[..., perm], pairing='halves') against apply_rope(x, pairing='adjacent')[..., perm], "
+                 "perm = [0, 2, 4, ..., 1, 3, 5, ...]", expect_shape("halves", halves, x.shape),
+                 expect_shape("adjacent", adjacent, x.shape)[..., perm], atol=1e-10, rtol=1e-8)
+
+
+# ----------------------------------------------------------------------------- rms_norm
+
+_RMS_OPS = ["torch.nn.functional.rms_norm", "torch.rms_norm", "torch.nn.RMSNorm.forward",
+            "autograder.reference.modern.rms_norm", "autograder.reference.modern.RMSNorm"]
+
+
+def _rms_mistakes(x: Tensor, w: Tensor, eps: float) -> dict:
+    ms = x.pow(2).mean(-1, keepdim=True)
+    return {
+        "the mean subtracted first (that is LayerNorm without its bias): RMSNorm does not centre":
+            lambda: (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, correction=0) + eps) * w,
+        "eps outside the square root, x / (sqrt(mean(x^2)) + eps); it belongs inside, as in torch.nn.RMSNorm":
+            lambda: x / (ms.sqrt() + eps) * w,
+        "eps left out, so a row of zeros gives 0 / 0 = NaN": lambda: x / ms.sqrt() * w,
+        "divided by the mean square instead of its square root": lambda: x / (ms + eps) * w,
+        "divided by the norm sqrt(sum(x^2)) instead of the root mean square sqrt(mean(x^2))":
+            lambda: x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
+        "weight not applied": lambda: x * torch.rsqrt(ms + eps),
+        "the eps argument ignored: a fixed default (1e-6 or 1e-5) used instead of the eps given":
+            lambda: x * torch.rsqrt(ms + 1e-6) * w,
+    }
+
+
+@check
+def check_rms_norm(rms_norm, seed: int = 0) -> None:
+    """``rms_norm(x, weight, eps)`` against ``torch.nn.RMSNorm(D, eps=eps)`` with that weight: several
+    eps values (set explicitly), a row of zeros, D = 1, float64, and large values."""
+    g = generator(seed)
+    cases = [((2, 5, 8), 1e-6, torch.float32, 1.0), ((3, 4), 1e-5, torch.float64, 1.0),
+             ((2, 3, 6), 0.1, torch.float32, 1.0), ((1, 1, 1), 1e-6, torch.float32, 1.0),
+             ((4, 16), 1e-3, torch.float64, 1e4),
+             ((int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(1, 9, (1,), generator=g)), 12),
+              0.01, torch.float32, 1.0)]
+    for i, (shape, eps, dtype, scale) in enumerate(cases):
+        x = random_tensor(shape, seed * 10 + i, dtype, scale)
+        if x.dim() > 1 and x.size(-2) > 1:
+            x[..., 0, :] = 0.0  # a row of zeros: eps keeps it 0, not NaN
+        w = random_tensor(shape[-1:], seed * 10 + i + 5, dtype)
+        what = f"rms_norm(x {shape} {str(dtype)[6:]} of size ~{scale:g}, weight, eps={eps:g}) (seed {seed})"
+        norm = torch.nn.RMSNorm(shape[-1], eps=eps, dtype=dtype)  # the same eps, set explicitly
+        with torch.no_grad():
+            norm.weight.copy_(w)
+            expected = norm(x)
+        with forbidden(rms_norm, _RMS_OPS, "Divide by the root mean square over the last dimension yourself."):
+            found = call(rms_norm, x.clone(), w.clone(), eps, what=what)
+        expect_close(what, found, expected, **_TOL[dtype], mistakes=_rms_mistakes(x, w, eps))
+
+
+# ----------------------------------------------------------------------------- swiglu
+
+def _swiglu_mistakes(x: Tensor, wg: Tensor, wu: Tensor, wd: Tensor) -> dict:
+    a, b = x @ wg, x @ wu
+    return {
+        "gate and up swapped: silu applied to x @ w_up instead of x @ w_gate": lambda: (F.silu(b) * a) @ wd,
+        "ReLU instead of SiLU in the gate": lambda: (F.relu(a) * b) @ wd,
+        "sigmoid(x @ w_gate) as the gate (that is GLU): SiLU is z * sigmoid(z)": lambda: (torch.sigmoid(a) * b) @ wd,
+        "GELU instead of SiLU in the gate": lambda: (F.gelu(a) * b) @ wd,
+        "no gate: silu(x @ w_gate) @ w_down, the x @ w_up branch left out": lambda: F.silu(a) @ wd,
+        "SiLU applied after the product, silu(a * b), instead of silu(a) * b": lambda: F.silu(a * b) @ wd,
+    }
+
+
+@check
+def check_swiglu(swiglu, seed: int = 0) -> None:
+    """``swiglu(x, w_gate, w_up, w_down)`` = ``(silu(x @ w_gate) * (x @ w_up)) @ w_down``: batched and
+    single vectors, F = 8D/3 rounded, float64."""
+    g = generator(seed)
+    cases = [((2, 5, 12), 32, torch.float32), ((3, 8), modern.swiglu_hidden(8), torch.float64),
+             ((6,), 16, torch.float32),
+             ((int(torch.randint(1, 5, (1,), generator=g)), 24), modern.swiglu_hidden(24), torch.float32)]
+    for i, (shape, f, dtype) in enumerate(cases):
+        d = shape[-1]
+        x = random_tensor(shape, seed * 10 + i, dtype)
+        wg, wu, wd = (random_tensor(size, seed * 10 + i + j, dtype, 0.3)
+                      for j, size in enumerate([(d, f), (d, f), (f, d)], 1))
+        what = (f"swiglu(x {shape} {str(dtype)[6:]}, w_gate ({d}, {f}), w_up ({d}, {f}), w_down ({f}, {d})) "
+                f"(seed {seed})")
+        expected = modern.swiglu(x, wg, wu, wd)
+        with forbidden(swiglu, ["autograder.reference.modern.swiglu", "autograder.reference.modern.SwiGLU"],
+                       "Write the gate with torch.sigmoid or F.silu, and the three matrix products."):
+            found = call(swiglu, x.clone(), wg.clone(), wu.clone(), wd.clone(), what=what)
+        expect_close(what, found, expected, **_TOL[dtype], mistakes=_swiglu_mistakes(x, wg, wu, wd))
+
+
+# ----------------------------------------------------------------------------- attend_with_cache
+
+def _cache_variant(q, k, v, ck, cv, base, *, start=None, rotate_values=False, tile_heads=False, rerotate=False,
+                   rotate_keys=True, causal=True, scale=True):
+    past, new = ck.size(2), q.size(2)
+    first = past if start is None else start
+    pos = torch.arange(first, first + new)
+    k_new = reference.apply_rope(k, pos, base) if rotate_keys else k
+    v_new = reference.apply_rope(v, pos, base) if rotate_values else v
+    old_k = reference.apply_rope(ck, torch.arange(past), base) if rerotate else ck
+    keys, values = torch.cat([old_k, k_new], 2), torch.cat([cv, v_new], 2)
+    reps = q.size(1) // k.size(1)
+    keys = keys.repeat(1, reps, 1, 1) if tile_heads else keys.repeat_interleave(reps, 1)
+    values = values.repeat(1, reps, 1, 1) if tile_heads else values.repeat_interleave(reps, 1)
+    scores = reference.apply_rope(q, pos, base) @ keys.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
+    if causal:
+        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return scores.softmax(-1) @ values
+
+
+def _cache_mistakes(q, k, v, ck, cv, base) -> dict:
+    past = ck.size(2)
+    def run(**kw):
+        return lambda: _cache_variant(q, k, v, ck, cv, base, **kw)
+    out = {
+        "values rotated as well: RoPE rotates the queries and keys only": run(rotate_values=True),
+        "key/value heads tiled with repeat (query head h reads head h % G) instead of repeat_interleave (head "
+        "h // (H / G)), the grouping of enable_gqa=True": run(tile_heads=True),
+        "keys not rotated (only the queries)": run(rotate_keys=False),
+        "no causal mask among the new tokens": run(causal=False),
+        "scores not scaled by 1/sqrt(Dh)": run(scale=False),
+    }
+    if past:
+        out |= {
+            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1":
+                run(start=0),
+            "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
+            "at position 0, so the P cached ones fill 0 .. P - 1)": run(start=past + 1),
+            "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": run(start=past - 1),
+            "the cached keys rotated again: they are stored already rotated, each by its own position":
+                run(rerotate=True),
+        }
+    return out
+
+
+def _cache_key_mistakes(k: Tensor, ck: Tensor, base: float) -> dict:
+    past, new = ck.size(2), k.size(2)
+    def stored(first: int) -> Callable[[], Tensor]:
+        return lambda: torch.cat([ck, reference.apply_rope(k, torch.arange(first, first + new), base)], 2)
+    out = {"the cache keeps the keys before rotation: store them rotated, each by its own position":
+           lambda: torch.cat([ck, k], 2),
+           "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
+           "at position 0, so the P cached ones fill 0 .. P - 1)": stored(past + 1),
+           "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": stored(past - 1)}
+    if past:
+        out["the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1"] \
+            = stored(0)
+    return out
+
+
+_CACHE_OPS = ["torch.nn.functional.scaled_dot_product_attention", "autograder.reference.modern.attend_with_cache",
+              "autograder.reference.modern.grouped_query_attention", "autograder.reference.ModernLM"]
+
+
+@check
+def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
+    """``attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0)`` -> ``(out, cache_k, cache_v)``, the
+    output compared with ``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the rotated queries and cache:
+    an empty cache and a prompt, one new token after a cache, two new tokens; grouped-query
+    (H = 4, G = 2), multi-query (G = 1) and multi-head (G = H); base 500000; float64. The adjacent
+    pairing, as ``apply_rope``'s default."""
+    g = generator(seed)
+    extra = (int(torch.randint(0, 6, (1,), generator=g)), int(torch.randint(1, 4, (1,), generator=g)))
+    cases = [(2, 4, 2, 0, 4, 8, 10000.0, torch.float32), (2, 4, 1, 5, 1, 8, 10000.0, torch.float32),
+             (1, 2, 2, 3, 2, 6, 10000.0, torch.float64), (1, 6, 2, 7, 3, 4, 500000.0, torch.float64),
+             (2, 4, 2, extra[0], extra[1], 8, 10000.0, torch.float32)]
+    for i, (b, h, grp, past, new, dh, base, dtype) in enumerate(cases):
+        s = seed * 10 + i
+        q, k, v = (random_tensor(shape, s + j, dtype) for j, shape in
+                   enumerate([(b, h, new, dh), (b, grp, new, dh), (b, grp, new, dh)]))
+        ck = reference.apply_rope(random_tensor((b, grp, past, dh), s + 3, dtype), torch.arange(past), base)
+        cv = random_tensor((b, grp, past, dh), s + 4, dtype)
+        what = (f"attend_with_cache(q {tuple(q.shape)}, k and v {tuple(k.shape)}, a cache of P={past} tokens "
+                f"{tuple(ck.shape)}, base={base:g}), {str(dtype)[6:]}, H={h}, G={grp} (seed {seed})")
+        positions = torch.arange(past, past + new)
+        keys = torch.cat([ck, reference.apply_rope(k, positions, base)], 2)  # (B, G, P + Lq, Dh)
+        values = torch.cat([cv, v], 2)
+        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)  # (Lq, P + Lq)
+        out = F.scaled_dot_product_attention(reference.apply_rope(q, positions, base), keys, values, allowed,
+                                             enable_gqa=True)  # PyTorch's own grouped-query attention
+        expected = (out, keys, values)
+        with forbidden(attend_with_cache, _CACHE_OPS, "Rotate with your apply_rope, append to the cache, repeat "
+                       "the key/value heads and attend with a causal mask of your own."):
+            found = call(attend_with_cache, q.clone(), k.clone(), v.clone(), ck.clone(), cv.clone(), base, what=what)
+        if not isinstance(found, tuple | list) or len(found) != 3:
+            fail(what, "a tuple (out, cache_k, cache_v)", f"{type(found).__name__}")
+        out, new_k, new_v = found
+        expect_close(what + ": out", out, expected[0], **_TOL[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base))
+        expect_close(what + ": the new cache_k", new_k, expected[1], **_TOL[dtype],
+                     mistakes=_cache_key_mistakes(k, ck, base))
+        expect_close(what + ": the new cache_v", new_v, expected[2], **_TOL[dtype], mistakes={
+            "values rotated as well: RoPE rotates the queries and keys only":
+                lambda cv=cv, v=v, past=past, new=new, base=base: torch.cat(
+                    [cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)})
+
+
+# ----------------------------------------------------------------------------- tiled_attention
+
+def _tiled_variant(q, k, v, mask, tile, *, rescale_sum=True, rescale_acc=True, per_tile=False, scale=True,
+                   drop_last=False, use_mask=True):
+    q, k, v = q.double(), k.double(), v.double()
+    m = torch.full(q.shape[:-1], float("-inf"), dtype=torch.float64)
+    total, acc, outs = torch.zeros(q.shape[:-1], dtype=torch.float64), torch.zeros(*q.shape[:-1], v.size(-1),
+                                                                                 dtype=torch.float64), []
+    stop = (k.size(-2) // tile) * tile if drop_last and k.size(-2) % tile else k.size(-2)
+    for start in range(0, stop, tile):
+        s = q @ k[..., start:start + tile, :].transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
+        if mask is not None and use_mask:
+            s = s.masked_fill(~mask[..., start:start + tile], float("-inf"))
+        if per_tile:
+            outs.append(reference.softmax(s, -1) @ v[..., start:start + tile, :])
+            continue
+        new_m = torch.maximum(m, s.amax(-1))
+        safe = new_m.masked_fill(new_m == float("-inf"), 0.0)
+        r = torch.exp(m - safe)
+        p = torch.exp(s - safe[..., None])
+        total = (total * r if rescale_sum else total) + p.sum(-1)
+        acc = (acc * r[..., None] if rescale_acc else acc) + p @ v[..., start:start + tile, :]
+        m = new_m
+    if per_tile:
+        return torch.stack(outs).mean(0)
+    return acc / total[..., None]
+
+
+_TILED_OPS = ["torch.nn.functional.scaled_dot_product_attention", "torch.softmax", "torch.nn.functional.softmax",
+              "torch.Tensor.softmax", "torch.special.softmax", "autograder.reference.tiled.tiled_attention",
+              "autograder.reference.tiled.online_softmax", "autograder.reference.attention.softmax",
+              "autograder.reference.attention.scaled_dot_product_attention"]
+
+
+@check
+def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
+    """``tiled_attention(q, k, v, attn_mask=None, tile=64)``: tiles that divide Lk and that do not, a
+    tile of 1 and one wider than Lk, causal and padding masks with fully masked rows, large
+    scores (a later tile with a larger maximum), float64."""
+    g = generator(seed)
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    pad = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    pad[1, ..., 3:] = False
+    holes = causal.clone()
+    holes[2] = False  # a fully masked row
+    holes[4, :3] = False  # a row whose first tiles are all masked
+    cases = [((2, 2, 7, 8), None, 3, torch.float32, 1.0), ((2, 2, 7, 8), causal, 2, torch.float32, 1.0),
+             ((2, 2, 7, 8), causal & pad, 4, torch.float64, 1.0), ((1, 2, 7, 4), holes, 2, torch.float32, 1.0),
+             ((1, 1, 7, 4), None, 1, torch.float64, 30.0), ((2, 1, 7, 8), causal, 64, torch.float32, 1.0),
+             ((1, 2, 7, 8), None, int(torch.randint(2, 7, (1,), generator=g)), torch.float32, 10.0)]
+    for i, (shape, mask, tile, dtype, scale) in enumerate(cases):
+        q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
+        masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
+        what = (f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) "
+                f"(seed {seed})")
+        expected = tiled.tiled_attention(q, k, v, mask, tile)
+
+        def variant(q=q, k=k, v=v, mask=mask, tile=tile, **kw):
+            return lambda: _tiled_variant(q, k, v, mask, tile, **kw)
+        mistakes = {
+            "the running sum not rescaled when the maximum grows (multiply it by exp(m_old - m_new) too)":
+                variant(rescale_sum=False),
+            "the accumulated values not rescaled when the maximum grows (multiply them by exp(m_old - m_new) too)":
+                variant(rescale_acc=False),
+            "each tile normalised on its own and the tiles' outputs averaged: the weights must be normalised over "
+            "all keys": variant(per_tile=True),
+            "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
+            "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
+            "the mask ignored": variant(use_mask=False),
+        }
+        with forbidden(tiled_attention, _TILED_OPS, "Keep a running maximum, sum and weighted sum per query, "
+                       "rescaled as each tile of keys arrives; use torch.exp, not softmax."):
+            found = call(tiled_attention, q.clone(), k.clone(), v.clone(),
+                         None if mask is None else mask.clone(), tile, what=what)
+        found = expect_shape(what, found, expected.shape)
+        if bool(torch.isnan(found).any()):
+            fail(what, "finite values (no NaN)", "NaN in a fully masked row" if mask is not None else "NaN",
+                 "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a "
+                 "zero output" if mask is not None else None,
+                 hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
+                      "-inf - (-inf) is NaN; and divide by the sum clamped above 0.")
+        expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
+
+
+# ----------------------------------------------------------------------------- perplexity
+
+def _nll(logits: Tensor, tokens: Tensor, pad: int, shift: bool = True) -> tuple[Tensor, Tensor]:
+    lg, tg = (logits[:, :-1], tokens[:, 1:]) if shift else (logits, tokens)
+    per = -F.log_softmax(lg.double(), -1).gather(-1, tg[..., None])[..., 0]  # (B, L - 1)
+    return per, (tg != pad)
+
+
+def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
+    per, keep = _nll(logits, tokens, pad)
+    mean = (per * keep).sum() / keep.sum()
+    rows = keep.any(-1)
+    row_loss = (per * keep).sum(-1)[rows] / keep.sum(-1)[rows]
+    return {
+        "the mean loss returned, not exponentiated": lambda: mean,
+        "2 ** loss instead of exp(loss): the loss is in nats (natural logarithms)": lambda: 2 ** mean,
+        "exp of the summed loss instead of the mean": lambda: (per * keep).sum().exp(),
+        "the mean of per-row perplexities instead of exp of the mean loss over every target":
+            lambda: row_loss.exp().mean(),
+        "padding counted in the mean of the losses (divide by the number of non-pad targets)":
+            lambda: ((per * keep).sum() / per.numel()).exp(),
+        "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])":
+            lambda: (lambda p, kk: ((p * kk).sum() / kk.sum()).exp())(*_nll(logits, tokens, pad, shift=False)),
+    }
+
+
+@check
+def check_perplexity(perplexity, seed: int = 0) -> None:
+    """``perplexity(logits, tokens, pad_id)`` = exp(mean next-token loss over the non-pad targets):
+    rows of different lengths, a pad id other than 0, uniform logits (perplexity V), float64."""
+    cases = [((2, 6, 7), 0, torch.float32, 1.0, [6, 3]), ((3, 5, 9), 0, torch.float64, 2.0, [5, 2, 4]),
+             ((2, 6, 8), 3, torch.float32, 1.0, [6, 4]), ((2, 4, 11), 0, torch.float32, 0.0, [4, 2])]
+    for i, (shape, pad, dtype, scale, lengths) in enumerate(cases):
+        logits = random_tensor(shape, seed * 10 + i, dtype, scale)
+        tokens = padded_targets(shape, pad, lengths, seed * 10 + i + 5)
+        what = (f"perplexity(logits {shape} {str(dtype)[6:]} of size ~{scale:g}, tokens with row lengths {lengths}, "
+                f"pad_id={pad}) (seed {seed})")
+        expected = reference.perplexity(logits, tokens, pad)
+        with forbidden(perplexity, ["autograder.reference.modern_lm.perplexity",
+                                    "autograder.reference.families.next_token_loss"],
+                       "Shift, take log_softmax, gather the targets, average over the non-pad ones, exponentiate."):
+            found = call(perplexity, logits.clone(), tokens.clone(), pad, what=what)
+        found = expect_shape(what, found, ())
+        expect_close(what, found, expected, atol=1e-4, rtol=1e-5, check_dtype=False,
+                     mistakes=_perplexity_mistakes(logits, tokens, pad))
+        if scale == 0.0:
+            expect_equal(what + ": uniform logits give perplexity V", round(float(found), 4), float(shape[-1]))
