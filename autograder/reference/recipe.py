@@ -83,6 +83,8 @@ class TrainRecipe:
     eval_every: int = _field(100, "steps between validation checks (0: none)")
     eval_size: int = _field(200, "validation pairs per check")
     stop_at: float | None = _field(None, "stop once validation exact match reaches this", shown="never")
+    time_limit: float = _field(0.0, "stop once training has taken this many seconds (validations included), "
+                                    "and validate there (0: no limit)", metavar="SECONDS")
     save_every: int = _field(0, "steps between checkpoints (0: only at the end)")
     out: Path | None = _field(None, "checkpoint file to write", shown="the --resume file, else checkpoints/TASK.pt",
                               metavar="PATH")
@@ -108,7 +110,7 @@ class TrainRecipe:
             steps=self.steps, batch_size=self.batch_size, warmup=self.warmup, lr_factor=self.lr_factor,
             smoothing=self.smoothing, clip_norm=self.clip_norm, seed=self.seed, amp=self.amp,
             progress=self.progress, eval_every=self.eval_every, eval_size=self.eval_size, stop_at=self.stop_at,
-            save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
+            time_limit=self.time_limit, save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
 
     def describe(self, width: int = 96) -> str:
         """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""

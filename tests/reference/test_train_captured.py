@@ -1,7 +1,8 @@
 """Tests of the captured training step: ``--compile`` and ``--cuda-graph`` (issue 24, item 4).
 
-On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated) and the body
-of the CUDA graph run eagerly (padding to buckets, Adam with a tensor learning rate, the schedule
+On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated), every other
+plan of ``captured.COMPILE_PLANS`` (the forward pass with the loss compiled, Adam's fused kernel),
+and the body of the CUDA graph run eagerly (padding to buckets, Adam with a tensor learning rate, the schedule
 computed on the device) give the losses of chapter 8's eager ``train_step``. TOLERANCE: within
 1e-5 over 8 steps; measured 2.4e-7 for both (torch 2.13, CPU): float rounding from another order
 of operations (padding lengthens the reductions). Inductor (it generates C++, about 20 s for
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from autograder.data import make_task
-from autograder.reference import captured
+from autograder.reference import captured, checkpoint
 from autograder.reference.loss import label_smoothed_loss
 from autograder.reference.model import EncoderDecoder, TransformerConfig
 from autograder.reference.stream import pad_to_bucket
@@ -83,6 +84,39 @@ def test_graph_refuses_float16():
                              clip_norm=1.0, dtype=torch.float16, device=torch.device("cpu"))
 
 
+@pytest.mark.parametrize("plan", [name for name in captured.COMPILE_PLANS if name != "model"])
+def test_every_compile_plan_equals_eager_on_cpu(eager, plan):
+    """Does each other plan of --compile (the forward pass and the loss compiled as one function; Adam's
+    fused kernel) give the eager losses within the stated tolerance (backend aot_eager)?"""
+    torch._dynamo.reset()
+    compiled = _losses(compile="aot_eager", compile_plan=plan)
+    assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < TOLERANCE, (compiled, eager)
+
+
+def test_plans_choose_adams_implementation_and_a_resume_keeps_its_own(tmp_path):
+    """Does a plan with fused_adam build Adam with fused=True (and only when compiling), is an unknown plan
+    refused with the choices, and does a resume keep the resuming run's implementation, not the file's?"""
+    for name, plan in captured.COMPILE_PLANS.items():
+        optimizer, _ = make_optimizer(_model(), TrainConfig(compile="aot_eager", compile_plan=name))
+        group = optimizer.param_groups[0]
+        assert bool(group["fused"]) is plan.fused_adam and bool(group["foreach"]) is not plan.fused_adam, name
+        eager_group = make_optimizer(_model(), TrainConfig(compile_plan=name))[0].param_groups[0]
+        assert not eager_group["fused"] and eager_group["foreach"], name
+    with pytest.raises(ValueError, match="loss\\+fused-adam"):
+        captured.compile_plan("everything")
+    torch._dynamo.reset()
+    fused = TrainConfig(steps=2, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
+                        compile_plan="loss+fused-adam")
+    task = make_task("reverse", **TASK)
+    train(_model(), task, fused, device="cpu", out=tmp_path / "fused.pt")
+    model = _model()
+    optimizer, scheduler = make_optimizer(model, TrainConfig())
+    checkpoint.restore(checkpoint.load(tmp_path / "fused.pt"), model=model, optimizer=optimizer, scheduler=scheduler,
+                       scaler=None, data=training_batches(task, TrainConfig(batch_size=16)))
+    assert not optimizer.param_groups[0]["fused"] and optimizer.param_groups[0]["foreach"]
+    assert optimizer.state_dict()["state"][0]["exp_avg"].abs().sum() > 0  # the moments did come from the file
+
+
 @pytest.mark.slow
 def test_inductor_step_equals_eager_on_cpu(eager):
     """Does torch.compile with inductor (generated C++ kernels) give the eager losses within 1e-4?"""
@@ -106,13 +140,19 @@ def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
     config = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
     task = make_task("reverse", **TASK)
     train(_model("cuda"), task, config, device="cuda", out=tmp_path / "run.pt")
-    from autograder.reference import checkpoint
-
     state = checkpoint.load(tmp_path / "run.pt")
     assert isinstance(state["optimizer"]["param_groups"][0]["lr"], float)
     for graph in (True, False):
         again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=graph)
         assert len(train(_model("cuda"), task, again, device="cuda", resume=state)) == STEPS
+    # a fused Adam's checkpoint (the plan loss+fused-adam) resumes in a graph too
+    fused = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
+                        compile_plan="loss+fused-adam")
+    torch._dynamo.reset()
+    train(_model("cuda"), task, fused, device="cuda", out=tmp_path / "fused.pt")
+    again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
+    assert len(train(_model("cuda"), task, again, device="cuda", resume=checkpoint.load(tmp_path / "fused.pt"))) \
+        == STEPS
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
@@ -121,4 +161,14 @@ def test_compiled_step_on_cuda():
     torch._dynamo.reset()
     eager = _losses("cuda")
     compiled = _losses("cuda", compile="inductor")
+    assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_compiled_loss_and_fused_adam_on_cuda():
+    """On CUDA, does the plan loss+fused-adam (forward and loss compiled as one function, inductor with CUDA
+    graphs; Adam's fused kernel) give the eager losses within 1e-3?"""
+    torch._dynamo.reset()
+    eager = _losses("cuda")
+    compiled = _losses("cuda", compile="inductor", compile_plan="loss+fused-adam")
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
