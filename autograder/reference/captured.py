@@ -170,6 +170,11 @@ class GraphedStep:
         self.count = torch.tensor(float(scheduler.last_epoch), device=device)  # optimizer steps taken
         self.graphs: dict[tuple[int, ...], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
         self.seen: dict[tuple[int, ...], int] = {}
+        # One memory pool for the graphs of every shape: a replay rewrites all it reads (the batch, the
+        # gradients, the activations) except what lives outside the pool (weights, Adam's moments, the
+        # step counter), and the loss it returns is read before the next replay, so the graphs can reuse
+        # each other's memory; a pool each would hold a step's activations for every bucket shape.
+        self.pool: Any = None
         self.capture = device.type == "cuda"
 
     def _autocast(self):
@@ -223,6 +228,7 @@ class GraphedStep:
         static_src, static_tgt = src.clone(), tgt.clone()
         self.optimizer.zero_grad(set_to_none=True)  # the graph allocates its own gradients
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, pool=self.pool):
             static_loss = self._body(static_src, static_tgt)
+        self.pool = self.pool or graph.pool()
         self.graphs[shape] = (graph, static_src, static_tgt, static_loss)

@@ -31,8 +31,8 @@ def _model(device="cpu", d_model=16):
                                             dropout=0.0, max_len=32)).to(device)
 
 
-def _losses(device="cpu", **modes):
-    config = TrainConfig(steps=STEPS, batch_size=16, warmup=4, lr_factor=0.5, progress=False, amp="none", **modes)
+def _losses(device="cpu", steps=STEPS, **modes):
+    config = TrainConfig(steps=steps, batch_size=16, warmup=4, lr_factor=0.5, progress=False, amp="none", **modes)
     return train(_model(device), make_task("reverse", **TASK), config, device=device)
 
 
@@ -135,6 +135,25 @@ def test_cuda_graph_step_equals_eager_on_cuda():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_cuda_graphs_of_several_shapes_share_one_pool_and_equal_eager_on_cuda(monkeypatch):
+    """With buckets of 4 (several batch shapes, one graph each, replayed in any order), do the graphs share
+    one memory pool, and do the losses still equal the eager ones within 1e-4 (a graph that overwrote
+    memory another one reads would break them)?"""
+    pools = {}
+    capture = captured.GraphedStep._capture
+
+    def spy(self, shape, src, tgt):
+        capture(self, shape, src, tgt)
+        pools[shape] = self.graphs[shape][0].pool()
+
+    monkeypatch.setattr(captured.GraphedStep, "_capture", spy)
+    steps = 3 * STEPS
+    eager = _losses("cuda", steps=steps)
+    graphed = _losses("cuda", steps=steps, cuda_graph=True, bucket=4)
+    assert len(pools) >= 2 and len(set(pools.values())) == 1, pools
+    assert max(abs(a - b) for a, b in zip(graphed, eager, strict=True)) < 1e-4, (graphed, eager)
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
     """Does a graphed run's checkpoint (tensor learning rate, capturable Adam) resume, graphed and eager?"""
     config = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
@@ -172,3 +191,4 @@ def test_compiled_loss_and_fused_adam_on_cuda():
     eager = _losses("cuda")
     compiled = _losses("cuda", compile="inductor", compile_plan="loss+fused-adam")
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
+
