@@ -106,6 +106,7 @@ class Session:
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
                     "PYTHONUNBUFFERED": "1"}
         self.scratch = Path(tempfile.mkdtemp(prefix="gpu-session-"))  # checkpoints: not for OUT (hundreds of MB)
+        self.status, self.seconds = "not run", 0.0  # the last stage's
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -140,8 +141,8 @@ class Session:
 
 
 def stop(child: subprocess.Popen) -> None:
-    """End a stage's process group: SIGTERM, then SIGKILL 10 s later."""
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+    """End a stage's process group: SIGTERM, then SIGKILL 5 s later."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
         try:
             os.killpg(child.pid, sig)
         except ProcessLookupError:
@@ -153,15 +154,16 @@ def stop(child: subprocess.Popen) -> None:
             continue
 
 
-def machine(session: Session, smoke: bool) -> bool:
+def machine(session: Session, commit: str | None) -> bool:
     """Describe the machine and its software; return whether CUDA is there."""
     import torch
 
     cuda = torch.cuda.is_available()
     gpu = torch.cuda.get_device_name() if cuda else "no CUDA GPU"
+    repo = git_head() or commit or "at a commit not recorded (no git here: give --commit)"
     session.say(f"machine: {gpu}; {os.cpu_count()} CPU cores; Python {platform.python_version()}; "
                 f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}); "
-                f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; repo {git_head()}")
+                f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; repo {repo}")
     try:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20).stdout.strip()
@@ -185,11 +187,15 @@ def machine(session: Session, smoke: bool) -> bool:
 
 
 def git_head() -> str:
+    """The checkout's commit, with ``+changes`` when its files differ from it; "" without git."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "(no git)"
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
-        return "(no git)"
+        return ""
+    return head + (" +changes" if head and dirty else "")
 
 
 def last_line(path: Path, pattern: str) -> str:
@@ -215,7 +221,9 @@ def train_log(session: Session, name: str, log: Path, args: list[str], budget: f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, nargs="?", help="the folder to write into ($OUT on the GPU machine)")
-    parser.add_argument("--total", type=float, default=525.0, help="seconds for the whole session")
+    parser.add_argument("--total", type=float, default=520.0,
+                        help="seconds for the whole session (a stage stopped at its budget may add 10)")
+    parser.add_argument("--commit", help="the commit the copied working tree is at, for the log (where it has no git)")
     parser.add_argument("--smoke", action="store_true",
                         help="every stage with a tiny model and budget, on the CPU: tests this script")
     options = parser.parse_args(argv)
@@ -224,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("the output folder is needed (or --smoke)")
         options.out = Path(tempfile.mkdtemp(prefix="gpu-session-smoke-"))
     session = Session(options.out, options.total)
-    cuda = machine(session, options.smoke)
+    cuda = machine(session, options.commit)
     if not cuda and not options.smoke:
         session.say("no CUDA GPU is visible: this session measures one (--smoke runs its stages on a CPU)")
         return 2

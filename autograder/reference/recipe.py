@@ -73,7 +73,8 @@ class TrainRecipe:
                               "for a captured step of a model at least "
                               f"{AUTO_LOW_PRECISION_MIN_D_MODEL} wide, else float32",
                       resume=KEPT, shown="with --resume the checkpoint's precision, else auto", choices=AMP_MODES)
-    compile: str | None = _field(None, "torch.compile the model (BACKEND: inductor, the default, or aot_eager); "
+    compile: str | None = _field(None, "torch.compile the model, or the model with the loss, as "
+                                       "captured.COMPILE_PLAN says (BACKEND: inductor, the default, or aot_eager); "
                                        "on CUDA inductor replays its kernels as CUDA graphs",
                                  shown="eager", nargs="?", const="inductor", metavar="BACKEND")
     cuda_graph: bool = _field(False, "capture the whole step (forward, loss, backward, clipping, Adam, the "
