@@ -193,3 +193,28 @@ def test_compiled_loss_and_fused_adam_on_cuda():
     compiled = _losses("cuda", compile="inductor", compile_plan="loss+fused-adam")
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
 
+
+
+# what the course needs besides torch, numpy, pytest, tqdm and matplotlib, which a lent GPU machine's own
+# Python may lack (it has those, safetensors, tokenizers and transformers): import names of requirements.txt
+NOT_ON_A_GPU_MACHINE = ("nbgrader", "nbformat", "nbclient", "jupyter_book", "jupyterlab", "ipykernel", "sacrebleu",
+                        "nh3", "copydetect", "sqlalchemy", "psycopg2", "selenium", "sphinxcontrib", "mypy")
+
+
+def test_cuda_tests_collect_without_the_course_tools():
+    """Does `make test-gpu`'s selection (tests/reference -k on_cuda) collect, every CUDA test in it, when the
+    course's other requirements cannot be imported (as on a lent GPU machine with its own Python)?"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\n"
+            f"sys.modules.update(dict.fromkeys({NOT_ON_A_GPU_MACHINE!r}))  # None: any import of them fails\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['tests/reference', '-k', 'on_cuda', '--collect-only', '-q',\n"
+            "                      '-p', 'no:cacheprovider']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert len(collected) >= 5 and all(line.endswith("on_cuda") for line in collected), done.stdout[-3000:]
