@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
             "compile_plans": {k: vars(v) for k, v in captured.COMPILE_PLANS.items()},
             "compile_default": captured.COMPILE_PLAN,
             "amp_auto": auto_picks(device, sizes_seen),
+            "planned": [":".join(p for p in case if p) for case in cases],  # any other case was not measured
             "step_ms": results,
             "compile_first_steps_s": first_steps,
             "not_measured": {case: "not reached: the run stopped (time limit) or has not got there yet"
