@@ -304,6 +304,8 @@ def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
         if run.step % 50 == 0 or run.step == config.steps:
             bar.set_postfix(loss=f"{run.history[-1]:.3f}", refresh=False)
         out_of_time = bool(config.time_limit) and time.perf_counter() - started >= config.time_limit
+        if config.time_limit and distributed.world_size() > 1:  # the ranks' clocks differ: stop together
+            out_of_time = distributed.all_sum(out_of_time) > 0
         stop = out_of_time
         if config.eval_every and valid and (run.step % config.eval_every == 0 or run.step == config.steps
                                             or out_of_time):
