@@ -2,7 +2,8 @@
 one CUDA graph (the appendix "Training that survives the real world").
 
 What ``--compile`` compiles is a plan (``COMPILE_PLANS``): the model alone, or the forward pass
-and the loss as one function, each with Adam's ``foreach`` loop or its fused kernel.
+and the loss as one function, each with Adam's ``foreach`` loop or its fused kernel, and the
+model's attention and LayerNorm hand-written or PyTorch's fused kernels.
 
 Shape letters: B batch, S source length, T target length, V vocabulary.
 
@@ -40,10 +41,13 @@ class CompilePlan:
             backward is compiled with it); False: only the model, the loss stays eager.
         fused_adam: Adam's fused kernel (``fused=True``: every parameter updated in a few launches)
             instead of its ``foreach`` loop. The same arithmetic, up to rounding.
+        fused_kernels: switch the model to PyTorch's fused attention and LayerNorm first
+            (``fused.fuse``, in place: the same weights and function, as ``--fused`` builds it).
     """
 
     whole_loss: bool
     fused_adam: bool
+    fused_kernels: bool = False
 
 
 # The candidates for what ``--compile`` does, each measured by benchmarks/bench_train_step.py
@@ -53,6 +57,7 @@ COMPILE_PLANS = {
     "model+fused-adam": CompilePlan(whole_loss=False, fused_adam=True),
     "loss": CompilePlan(whole_loss=True, fused_adam=False),
     "loss+fused-adam": CompilePlan(whole_loss=True, fused_adam=True),
+    "loss+fused-adam+fused-kernels": CompilePlan(whole_loss=True, fused_adam=True, fused_kernels=True),
 }
 # What ``--compile`` runs when the config names no plan: the model alone, as since the option
 # was added. Issue 39 measures the others on a GPU; the fastest becomes this default here.

@@ -103,7 +103,7 @@ class TrainRecipe:
         return TransformerConfig(
             len(task.src_vocab), len(task.tgt_vocab), d_model=self.d_model, num_heads=self.num_heads,
             num_layers=self.num_layers, d_ff=self.d_ff, dropout=self.dropout, fused_kernels=self.fused,
-            max_len=max(64, task.max_src_len, task.max_tgt_len))
+            max_len=max(64, _round_up(max(task.max_src_len, task.max_tgt_len), TrainConfig.bucket)))
 
     def train_config(self) -> TrainConfig:
         """The trainer's config: this recipe's schedule, precision and evaluation."""
@@ -117,6 +117,12 @@ class TrainRecipe:
         """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""
         items = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
         return textwrap.fill(items, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _round_up(length: int, bucket: int) -> int:
+    """``length`` rounded up to a multiple of ``bucket``: room for the padding of a compiled or graphed
+    step, which pads every batch to lengths that are multiples of ``TrainConfig.bucket``."""
+    return -(-length // bucket) * bucket
 
 
 TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from

@@ -28,6 +28,7 @@ from autograder.data import Task
 from autograder.reference import captured, checkpoint, distributed
 from autograder.reference.device import best_device
 from autograder.reference.evaluation import evaluate
+from autograder.reference.fused import fuse
 from autograder.reference.loss import label_smoothed_loss, noam_scheduler
 from autograder.reference.stream import TrainingBatches, pad_to_bucket
 
@@ -191,7 +192,10 @@ def step_function(model: nn.Module, config: TrainConfig, device: torch.device, o
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
         return lambda src, tgt: train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
                                            clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
-    if captured.compile_plan(config.compile_plan).whole_loss and distributed.world_size() == 1:
+    plan = captured.compile_plan(config.compile_plan)
+    if plan.fused_kernels:
+        fuse(model)  # in place, before the optimizer's first step: the same parameters, the same function
+    if plan.whole_loss and distributed.world_size() == 1:
         loss_of = captured.compile_loss(model, config.compile, device, smoothing=config.smoothing, pad_id=pad_id,
                                         dtype=dtype)
         return captured.loss_step(loss_of, model, optimizer, scheduler, clip_norm=config.clip_norm, scaler=scaler,
