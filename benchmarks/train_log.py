@@ -4,8 +4,9 @@
     python benchmarks/train_log.py --smoke      # a tiny run, logged to a temporary file
 
 The log's first line is the command, with the date, the torch version, the machine and its
-load average when the run started; then every line the command printed (stdout, then stderr);
-then its exit status. The appendix reads the figures from these lines, so none is typed by
+load average when the run started; then every line the command printed (stdout and stderr, in
+the order they came), each written as it comes, so that a run stopped from outside leaves the
+lines up to there; then its exit status. The appendix reads the figures from these lines, so none is typed by
 hand. Without ARGS the command runs the course's recipe as it is (``make train``).
 """
 
@@ -49,13 +50,23 @@ def main(argv: list[str] | None = None) -> int:
         options.log, args = folder / "smoke.log", [*SMOKE, "--out", str(folder / "smoke.pt")]
     elif options.log is None:
         parser.error("the log file to write is needed (or --smoke)")
-    first = header(args)
-    done = subprocess.run([sys.executable, "-m", "autograder", "train", *args], capture_output=True, text=True)
-    lines = [first, *done.stdout.splitlines(), *done.stderr.splitlines(), f"(exit status {done.returncode})"]
     options.log.parent.mkdir(parents=True, exist_ok=True)
-    options.log.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return done.returncode
+    with options.log.open("w") as log:
+
+        def put(line: str) -> None:
+            log.write(line + "\n")
+            log.flush()
+            print(line, flush=True)
+
+        put(header(args))
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # each line as it is printed
+        with subprocess.Popen([sys.executable, "-m", "autograder", "train", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env=env) as run:
+            assert run.stdout is not None
+            for line in run.stdout:
+                put(line.rstrip("\n"))
+        put(f"(exit status {run.returncode})")
+    return run.returncode
 
 
 if __name__ == "__main__":

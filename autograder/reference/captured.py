@@ -1,6 +1,10 @@
 """A captured training step: the model compiled (``torch.compile``), or the whole step replayed as
 one CUDA graph (the appendix "Training that survives the real world").
 
+What ``--compile`` compiles is a plan (``COMPILE_PLANS``): the model alone, or the forward pass
+and the loss as one function, each with Adam's ``foreach`` loop or its fused kernel, and the
+model's attention and LayerNorm hand-written or PyTorch's fused kernels.
+
 Shape letters: B batch, S source length, T target length, V vocabulary.
 
 An eager step of the course's models on a GPU is bound by the CPU: Python and PyTorch launch
@@ -16,6 +20,8 @@ graph. ``nn.Transformer``'s step cannot be captured: it synchronizes with the CP
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,12 +32,108 @@ from autograder.reference.loss import label_smoothed_loss
 WARMUP_STEPS = 3  # eager steps of a shape before its capture: lazy set-up (cuBLAS, Adam's state) stays out
 
 
-def compile_model(model: nn.Module, backend: str, device: torch.device) -> nn.Module:
-    """``torch.compile(model)`` with static shapes; on CUDA inductor also replays its kernels as CUDA
+@dataclass(frozen=True)
+class CompilePlan:
+    """What ``--compile`` hands to ``torch.compile``, and which Adam steps after it.
+
+    Attributes:
+        whole_loss: compile the forward pass and the label-smoothed loss as one function (its
+            backward is compiled with it); False: only the model, the loss stays eager.
+        fused_adam: Adam's fused kernel (``fused=True``: every parameter updated in a few launches)
+            instead of its ``foreach`` loop. The same arithmetic, up to rounding.
+        fused_kernels: switch the model to PyTorch's fused attention and LayerNorm first
+            (``fused.fuse``, in place: the same weights and function, as ``--fused`` builds it).
+    """
+
+    whole_loss: bool
+    fused_adam: bool
+    fused_kernels: bool = False
+
+
+# The candidates for what ``--compile`` does, each measured by benchmarks/bench_train_step.py
+# (``--plans``) and each equal to the eager step on the CPU (tests/reference/test_train_captured.py).
+COMPILE_PLANS = {
+    "model": CompilePlan(whole_loss=False, fused_adam=False),
+    "model+fused-adam": CompilePlan(whole_loss=False, fused_adam=True),
+    "loss": CompilePlan(whole_loss=True, fused_adam=False),
+    "loss+fused-adam": CompilePlan(whole_loss=True, fused_adam=True),
+    "loss+fused-adam+fused-kernels": CompilePlan(whole_loss=True, fused_adam=True, fused_kernels=True),
+}
+# What ``--compile`` runs when the config names no plan: the model alone, as since the option
+# was added. Issue 39 measures the others on a GPU; the fastest becomes this default here.
+COMPILE_PLAN = "model"
+
+
+def compile_plan(name: str | None) -> CompilePlan:
+    """The plan called ``name`` (None: ``COMPILE_PLAN``); an unknown name is refused with the choices."""
+    key = COMPILE_PLAN if name is None else name
+    if key not in COMPILE_PLANS:
+        raise ValueError(f"compile plan must be one of {', '.join(COMPILE_PLANS)}, got {name!r}")
+    return COMPILE_PLANS[key]
+
+
+def _compile(fn: Any, backend: str, device: torch.device) -> Any:
+    """``torch.compile`` with static shapes; on CUDA inductor also replays its kernels as CUDA
     graphs (``mode="reduce-overhead"``). ``backend="aot_eager"`` traces forward and backward
     without generating code: what the CPU tests use, since inductor compiles for about 20 s."""
     mode = "reduce-overhead" if device.type == "cuda" and backend == "inductor" else None
-    return torch.compile(model, backend=backend, mode=mode, dynamic=False)  # type: ignore[return-value]
+    return torch.compile(fn, backend=backend, mode=mode, dynamic=False)
+
+
+def compile_model(model: nn.Module, backend: str, device: torch.device) -> nn.Module:
+    """``torch.compile(model)``: the plan ``"model"`` (see ``_compile`` for ``backend``)."""
+    return _compile(model, backend, device)  # type: ignore[no-any-return]
+
+
+def compile_loss(model: nn.Module, backend: str, device: torch.device, *, smoothing: float, pad_id: int,
+                 dtype: torch.dtype | None) -> Callable[[Tensor, Tensor], Tensor]:
+    """The forward pass and the loss of ``train_step`` compiled as one function of ``(src, tgt)``
+    (the plan ``"loss"``): the loss's kernels fuse with the model's, and on CUDA both passes replay
+    as CUDA graphs. Autocast (``dtype``) is entered inside, so it is traced with the rest."""
+
+    def loss_of(src: Tensor, tgt: Tensor) -> Tensor:
+        with torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
+            logits = model(src, tgt[:, :-1])  # (B, T - 1, V)
+        return label_smoothed_loss(logits, tgt[:, 1:], smoothing, pad_id)
+
+    return _compile(loss_of, backend, device)  # type: ignore[no-any-return]
+
+
+def mark_step(device: torch.device) -> None:
+    """Tell inductor's CUDA graphs that a new training step begins, so that the outputs of the
+    previous replay may be overwritten (it guesses that from the backward pass otherwise)."""
+    if device.type == "cuda":
+        torch.compiler.cudagraph_mark_step_begin()
+
+
+def loss_step(loss_of: Callable[[Tensor, Tensor], Tensor], model: nn.Module, optimizer: torch.optim.Optimizer,
+              scheduler: Any, *, clip_norm: float | None, scaler: torch.amp.GradScaler | None,
+              device: torch.device) -> Callable[[Tensor, Tensor], float]:
+    """The step of ``train_step`` around a compiled forward-and-loss ``loss_of`` (``compile_loss``):
+    backward, clipping, Adam and the schedule as there; one process (several compile the model)."""
+
+    def step(src: Tensor, tgt: Tensor) -> float:
+        mark_step(device)
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_of(src, tgt)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+        else:
+            loss.backward()
+        if clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        return loss.item()
+
+    return step
 
 
 def prepare(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
@@ -41,7 +143,7 @@ def prepare(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
     on_cuda = device.type == "cuda"
     for group in optimizer.param_groups:
         group["lr"] = torch.tensor(float(group["lr"]), device=device)
-        group["capturable"], group["foreach"] = on_cuda, on_cuda
+        group["capturable"], group["foreach"], group["fused"] = on_cuda, on_cuda, False
     for state in optimizer.state.values():
         if "step" in state:
             state["step"] = torch.as_tensor(state["step"], dtype=torch.float32).to(device if on_cuda else "cpu")
@@ -73,6 +175,11 @@ class GraphedStep:
         self.count = torch.tensor(float(scheduler.last_epoch), device=device)  # optimizer steps taken
         self.graphs: dict[tuple[int, ...], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
         self.seen: dict[tuple[int, ...], int] = {}
+        # One memory pool for the graphs of every shape: a replay rewrites all it reads (the batch, the
+        # gradients, the activations) except what lives outside the pool (weights, Adam's moments, the
+        # step counter), and the loss it returns is read before the next replay, so the graphs can reuse
+        # each other's memory; a pool each would hold a step's activations for every bucket shape.
+        self.pool: Any = None
         self.capture = device.type == "cuda"
 
     def _autocast(self):
@@ -126,6 +233,7 @@ class GraphedStep:
         static_src, static_tgt = src.clone(), tgt.clone()
         self.optimizer.zero_grad(set_to_none=True)  # the graph allocates its own gradients
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, pool=self.pool):
             static_loss = self._body(static_src, static_tgt)
+        self.pool = self.pool or graph.pool()
         self.graphs[shape] = (graph, static_src, static_tgt, static_loss)

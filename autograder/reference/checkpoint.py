@@ -182,7 +182,10 @@ def restore(
     says so), which only matters with dropout.
     """
     model.load_state_dict(state["model"])
+    kinds = [{k: g.get(k) for k in ("foreach", "fused")} for g in optimizer.param_groups]
     optimizer.load_state_dict(state["optimizer"])
+    for group, kind in zip(optimizer.param_groups, kinds, strict=True):
+        group.update(kind)  # Adam's implementation (foreach loop or fused kernel) is this run's, not the file's
     if scheduler is not None and state["scheduler"] is not None:
         scheduler.load_state_dict(state["scheduler"])
     if scaler is not None and state["scaler"] is not None:

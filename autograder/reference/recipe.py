@@ -73,7 +73,8 @@ class TrainRecipe:
                               "for a captured step of a model at least "
                               f"{AUTO_LOW_PRECISION_MIN_D_MODEL} wide, else float32",
                       resume=KEPT, shown="with --resume the checkpoint's precision, else auto", choices=AMP_MODES)
-    compile: str | None = _field(None, "torch.compile the model (BACKEND: inductor, the default, or aot_eager); "
+    compile: str | None = _field(None, "torch.compile the model, or the model with the loss, as "
+                                       "captured.COMPILE_PLAN says (BACKEND: inductor, the default, or aot_eager); "
                                        "on CUDA inductor replays its kernels as CUDA graphs",
                                  shown="eager", nargs="?", const="inductor", metavar="BACKEND")
     cuda_graph: bool = _field(False, "capture the whole step (forward, loss, backward, clipping, Adam, the "
@@ -83,6 +84,8 @@ class TrainRecipe:
     eval_every: int = _field(100, "steps between validation checks (0: none)")
     eval_size: int = _field(200, "validation pairs per check")
     stop_at: float | None = _field(None, "stop once validation exact match reaches this", shown="never")
+    time_limit: float = _field(0.0, "stop once training has taken this many seconds (validations included), "
+                                    "and validate there (0: no limit)", metavar="SECONDS")
     save_every: int = _field(0, "steps between checkpoints (0: only at the end)")
     out: Path | None = _field(None, "checkpoint file to write", shown="the --resume file, else checkpoints/TASK.pt",
                               metavar="PATH")
@@ -100,7 +103,7 @@ class TrainRecipe:
         return TransformerConfig(
             len(task.src_vocab), len(task.tgt_vocab), d_model=self.d_model, num_heads=self.num_heads,
             num_layers=self.num_layers, d_ff=self.d_ff, dropout=self.dropout, fused_kernels=self.fused,
-            max_len=max(64, task.max_src_len, task.max_tgt_len))
+            max_len=max(64, _round_up(max(task.max_src_len, task.max_tgt_len), TrainConfig.bucket)))
 
     def train_config(self) -> TrainConfig:
         """The trainer's config: this recipe's schedule, precision and evaluation."""
@@ -108,12 +111,18 @@ class TrainRecipe:
             steps=self.steps, batch_size=self.batch_size, warmup=self.warmup, lr_factor=self.lr_factor,
             smoothing=self.smoothing, clip_norm=self.clip_norm, seed=self.seed, amp=self.amp,
             progress=self.progress, eval_every=self.eval_every, eval_size=self.eval_size, stop_at=self.stop_at,
-            save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
+            time_limit=self.time_limit, save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
 
     def describe(self, width: int = 96) -> str:
         """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""
         items = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
         return textwrap.fill(items, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _round_up(length: int, bucket: int) -> int:
+    """``length`` rounded up to a multiple of ``bucket``: room for the padding of a compiled or graphed
+    step, which pads every batch to lengths that are multiples of ``TrainConfig.bucket``."""
+    return -(-length // bucket) * bucket
 
 
 TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from

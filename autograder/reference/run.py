@@ -119,7 +119,8 @@ def _progress(step: int, metrics: dict) -> None:
     """A validation line above the progress bar."""
     from tqdm import tqdm
 
-    tqdm.write(f"step {step:5d}  loss {metrics['loss']:.3f}  validation exact match {metrics['exact_match']:.3f}")
+    tqdm.write(f"step {step:5d}  loss {metrics['loss']:.3f}  validation exact match {metrics['exact_match']:.3f}  "
+               f"({metrics['train_seconds']:.1f} s in steps)")
 
 
 def _report(run: _Run, seconds: float, say: Callable[..., None]) -> None:

@@ -28,11 +28,12 @@ from autograder.data import Task
 from autograder.reference import captured, checkpoint, distributed
 from autograder.reference.device import best_device
 from autograder.reference.evaluation import evaluate
+from autograder.reference.fused import fuse
 from autograder.reference.loss import label_smoothed_loss, noam_scheduler
 from autograder.reference.stream import TrainingBatches, pad_to_bucket
 
 __all__ = ["AMP_MODES", "TrainConfig", "TrainingBatches", "amp_dtype", "autocast_for", "evaluate", "make_optimizer",
-           "precision_name", "train", "train_step", "training_batches"]
+           "precision_name", "step_function", "train", "train_step", "training_batches"]
 
 AMP_MODES = ("none", "bf16", "fp16", "auto")
 # "auto" on CUDA: low precision only for a captured step of a model at least this wide. On one H100
@@ -58,9 +59,11 @@ class TrainConfig:
     eval_size: int = 200          # how many validation pairs those evaluations use
     stop_at: float | None = None  # stop once validation exact match reaches this (needs eval_every)
     save_every: int = 0           # write the checkpoint every N steps (0: only at the end; needs out)
-    compile: str | None = None    # torch.compile the model with this backend ("inductor", "aot_eager"); None: eager
+    compile: str | None = None    # torch.compile with this backend ("inductor", "aot_eager"); None: eager
+    compile_plan: str | None = None  # what compile compiles: a key of captured.COMPILE_PLANS (None: COMPILE_PLAN)
     cuda_graph: bool = False      # capture the whole step as a CUDA graph (CUDA, one process, not fp16)
     bucket: int = 16              # compiled or graphed: pad lengths to a multiple of this (few static shapes)
+    time_limit: float = 0.0       # stop once this run has trained this many seconds, validations included (0: never)
 
 
 def amp_dtype(
@@ -156,8 +159,12 @@ def train_step(
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig):
-    """Adam with betas (0.9, 0.98), eps 1e-9 and the Noam schedule: ``(optimizer, scheduler)``."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, foreach=True)
+    """Adam with betas (0.9, 0.98), eps 1e-9 and the Noam schedule: ``(optimizer, scheduler)``.
+    Adam runs its ``foreach`` loop, or its fused kernel where the compile plan asks for it."""
+    compiled = config.compile is not None and not config.cuda_graph
+    fused = compiled and captured.compile_plan(config.compile_plan).fused_adam
+    kind = {"fused": True} if fused else {"foreach": True}
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, **kind)
     d_model = int(cast(Any, model).config.d_model)
     return optimizer, noam_scheduler(optimizer, d_model, config.warmup, config.lr_factor)
 
@@ -167,9 +174,11 @@ def training_batches(task: Task, config: TrainConfig) -> TrainingBatches:
     return TrainingBatches(task.train, config.batch_size, task.tgt_vocab.pad_id, config.seed)
 
 
-def _stepper(model: nn.Module, config: TrainConfig, device: torch.device, optimizer, scheduler, scaler,
-             dtype: torch.dtype | None, pad_id: int) -> Callable[[Tensor, Tensor], float]:
-    """The function that takes one step on a batch: eager, compiled, or a replayed CUDA graph."""
+def step_function(model: nn.Module, config: TrainConfig, device: torch.device, optimizer, scheduler, scaler,
+                  dtype: torch.dtype | None, pad_id: int) -> Callable[[Tensor, Tensor], float]:
+    """The function that takes one step on a batch, as ``train`` takes it: eager, compiled (as
+    ``config.compile_plan`` says), or a replayed CUDA graph. ``optimizer``, ``scheduler``: from
+    ``make_optimizer(model, config)``; ``scaler``: float16's GradScaler or None; ``dtype``: autocast's."""
     if config.cuda_graph:
         if distributed.world_size() > 1:
             raise ValueError("cuda_graph trains in one process: DistributedDataParallel's hooks cannot be captured")
@@ -178,12 +187,28 @@ def _stepper(model: nn.Module, config: TrainConfig, device: torch.device, optimi
             model, optimizer, scheduler, d_model=int(cast(Any, model).config.d_model), warmup=config.warmup,
             factor=config.lr_factor, smoothing=config.smoothing, pad_id=pad_id, clip_norm=config.clip_norm,
             dtype=dtype, device=device)
-    net = distributed.wrap(model, device)
-    if config.compile is not None:
-        net = captured.compile_model(net, config.compile, device)
+    if config.compile is None:
+        net = distributed.wrap(model, device)
+        autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
+        return lambda src, tgt: train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
+                                           clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+    plan = captured.compile_plan(config.compile_plan)
+    if plan.fused_kernels:
+        fuse(model)  # in place, before the optimizer's first step: the same parameters, the same function
+    if plan.whole_loss and distributed.world_size() == 1:
+        loss_of = captured.compile_loss(model, config.compile, device, smoothing=config.smoothing, pad_id=pad_id,
+                                        dtype=dtype)
+        return captured.loss_step(loss_of, model, optimizer, scheduler, clip_norm=config.clip_norm, scaler=scaler,
+                                  device=device)
+    compiled = captured.compile_model(distributed.wrap(model, device), config.compile, device)
     autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
-    return lambda src, tgt: train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
-                                       clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+
+    def step(src: Tensor, tgt: Tensor) -> float:
+        captured.mark_step(device)
+        return train_step(compiled, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
+                          clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+
+    return step
 
 
 def _better(metrics: dict[str, float], best: dict[str, Any] | None) -> bool:
@@ -270,6 +295,7 @@ def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
     valid = run.task.valid[: config.eval_size]
     bar = tqdm(range(run.step + 1, config.steps + 1), initial=run.step, total=config.steps,
                disable=not config.progress or not distributed.is_main(), desc=f"train {run.task.name}")
+    started = time.perf_counter()
     for step in bar:
         run.step = step
         src, tgt = next(run.data)
@@ -281,11 +307,15 @@ def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
         run.train_seconds += time.perf_counter() - start  # .item() above waited for the device
         if run.step % 50 == 0 or run.step == config.steps:
             bar.set_postfix(loss=f"{run.history[-1]:.3f}", refresh=False)
-        stop = False
-        if config.eval_every and (run.step % config.eval_every == 0 or run.step == config.steps) and valid:
+        out_of_time = bool(config.time_limit) and time.perf_counter() - started >= config.time_limit
+        if config.time_limit and distributed.world_size() > 1:  # the ranks' clocks differ: stop together
+            out_of_time = distributed.all_sum(out_of_time) > 0
+        stop = out_of_time
+        if config.eval_every and valid and (run.step % config.eval_every == 0 or run.step == config.steps
+                                            or out_of_time):
             metrics = run.validate(valid, callback)
             bar.set_postfix(loss=f"{run.history[-1]:.3f}", valid_em=f"{metrics['exact_match']:.3f}")
-            stop = config.stop_at is not None and metrics["exact_match"] >= config.stop_at
+            stop = stop or (config.stop_at is not None and metrics["exact_match"] >= config.stop_at)
         if run.out is not None and config.save_every and run.step % config.save_every == 0 \
                 and run.step != config.steps:
             run.save()
@@ -306,7 +336,9 @@ def train(
     the first ``config.eval_size`` validation pairs are decoded greedily; ``callback(step,
     metrics)`` then gets ``evaluate``'s dict plus ``loss`` and ``train_seconds`` (time spent in
     training steps so far, evaluation excluded), and training stops early once exact match
-    reaches ``config.stop_at``. The model ends with the last step's weights; the checkpoint
+    reaches ``config.stop_at``. With ``config.time_limit``, training stops after the first step that
+    ends that many seconds after this call's first step (validations included), and validates
+    there when it validates at all. The model ends with the last step's weights; the checkpoint
     also keeps the best validated ones (``checkpoint.load_model`` returns those).
 
     Args:
@@ -321,7 +353,7 @@ def train(
     DistributedDataParallel; only rank 0 shows the bar and writes the checkpoint.
     """
     run, dtype = _start(model, task, config or TrainConfig(), device, resume, out, task_spec)
-    take_step = _stepper(model, run.config, run.device, run.optimizer, run.scheduler, run.scaler, dtype,
+    take_step = step_function(model, run.config, run.device, run.optimizer, run.scheduler, run.scaler, dtype,
                          task.tgt_vocab.pad_id)
     _loop(run, take_step, callback)
     if out is not None:

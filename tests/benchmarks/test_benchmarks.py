@@ -67,6 +67,15 @@ PROMISES: dict[str, list[str]] = {
         # on a machine without CUDA the graph is named and skipped, with the reason
         rf"small .* fp32  course graphed +(n/a \(a CUDA graph needs CUDA\)|{NUMBER} ms/step .*)",
     ],
+    # every stage of the GPU session, tiny, on the CPU: the CUDA-only tests skipped, the graph named n/a
+    "gpu_session.py": [
+        r"machine: .*; torch .*",
+        rf"stage tests: exit 0 after \d+ s; pytest: \d+ (passed|skipped).* in {NUMBER}s",
+        r"stage bench: exit 0 after \d+ s; small .* course compiled loss\+fused-adam .* ms/step .*",
+        r"stage add: exit 0 after \d+ s; amp auto \(torch\.float32\); step +\d+ .*; held-out test exact match .*",
+        r"stage train: exit 0 after \d+ s; amp auto \(torch\.float32\); step +4 .*; held-out test exact match .*",
+        r"written in .*: .*results/add-base-gpu\.log, results/train-recipe-gpu\.log, results/train-step-gpu\.json.*",
+    ],
     "train_log.py": [
         r"\$ python -m autograder train --task reverse .*\(load average .*\)",
         rf"held-out test exact match {NUMBER}% .*",

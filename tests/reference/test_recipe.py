@@ -70,6 +70,19 @@ def test_the_recipe_builds_the_configs_without_changing_their_defaults():
     assert (TrainConfig().warmup, TrainConfig().lr_factor, TrainConfig().steps) == (400, 1.0, 2000)
 
 
+def test_the_model_has_room_for_a_captured_steps_padding():
+    """Is the recipe's max_len a multiple of TrainConfig.bucket at least the task's longest sequence, so that
+    a compiled or graphed step, which pads lengths up to such a multiple, fits its positional table (the
+    addition task's longest source, 255 ids, is padded to 256)?"""
+    from autograder.data import make_task
+
+    task = make_task("add", num_train=40, num_valid=2, num_test=2, seed=0)
+    longest = max(task.max_src_len, task.max_tgt_len)
+    max_len = TRAIN_RECIPE.model_config(task).max_len
+    assert max_len % TrainConfig.bucket == 0 and longest <= max_len < longest + TrainConfig.bucket, (longest, max_len)
+    assert longest % TrainConfig.bucket != 0  # else this task would not show the rounding
+
+
 def test_make_train_adds_no_flag_of_its_own():
     """Does `make train` run the recipe as it is (no flag in the Makefile that could disagree with it)?"""
     import subprocess

@@ -161,3 +161,29 @@ def test_baseline_trains():
     model, task, history, seen = _train_reverse(TorchTransformer, steps=300, eval_every=0)
     assert len(history) == 300 and history[-1] < history[0] / 2
     assert evaluate(model, task.test, task.tgt_vocab)["exact_match"] >= 0.7
+
+
+def test_time_limit_stops_and_validates_at_the_step_where_time_ran_out(tmp_path):
+    """With a time limit shorter than one step, does training stop after its first step, validate there
+    (off the eval_every schedule), and write that step's checkpoint; and without one, run every step?"""
+    from autograder.reference import checkpoint
+
+    task = make_task("reverse", num_train=60, num_valid=10, num_test=0, seed=0, num_symbols=6, max_len=6)
+    seen = []
+    config = TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10, progress=False,
+                         time_limit=1e-9)
+    history = train(_tiny(), task, config, device="cpu", callback=lambda step, m: seen.append(step),
+                    out=tmp_path / "run.pt")
+    assert len(history) == 1 and seen == [1]
+    assert checkpoint.load(tmp_path / "run.pt")["step"] == 1
+    seen.clear()
+    assert len(train(_tiny(), task, TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10,
+                                                progress=False), device="cpu",
+                     callback=lambda step, m: seen.append(step))) == 20
+    assert seen == [7, 14, 20]
+
+
+def _tiny():
+    torch.manual_seed(0)
+    return EncoderDecoder(TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0,
+                                            max_len=16))

@@ -1,18 +1,20 @@
 """Tests of the captured training step: ``--compile`` and ``--cuda-graph`` (issue 24, item 4).
 
-On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated) and the body
-of the CUDA graph run eagerly (padding to buckets, Adam with a tensor learning rate, the schedule
-computed on the device) give the losses of chapter 8's eager ``train_step``. TOLERANCE: within
-1e-5 over 8 steps; measured 2.4e-7 for both (torch 2.13, CPU): float rounding from another order
-of operations (padding lengthens the reductions). Inductor (it generates C++, about 20 s for
-this tiny model on 2 cores) runs only in a slow test. The graph itself needs CUDA.
+On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated), every other
+plan of ``captured.COMPILE_PLANS`` (the forward pass with the loss compiled, Adam's fused kernel,
+PyTorch's fused attention) and the body of the CUDA graph run eagerly (padding to buckets, Adam
+with a tensor learning rate, the schedule computed on the device) give the losses of chapter 8's eager ``train_step``.
+TOLERANCE: within 1e-5 over 8 steps; measured 2.4e-7 for each of them, and for every plan under
+inductor too (torch 2.13, CPU, float32): float rounding from another order of operations (padding
+lengthens the reductions). Inductor (it generates C++, about 20 s for this tiny model on 2 cores)
+runs only in a slow test. The graph itself needs CUDA.
 """
 
 import pytest
 import torch
 
 from autograder.data import make_task
-from autograder.reference import captured
+from autograder.reference import captured, checkpoint
 from autograder.reference.loss import label_smoothed_loss
 from autograder.reference.model import EncoderDecoder, TransformerConfig
 from autograder.reference.stream import pad_to_bucket
@@ -30,8 +32,8 @@ def _model(device="cpu", d_model=16):
                                             dropout=0.0, max_len=32)).to(device)
 
 
-def _losses(device="cpu", **modes):
-    config = TrainConfig(steps=STEPS, batch_size=16, warmup=4, lr_factor=0.5, progress=False, amp="none", **modes)
+def _losses(device="cpu", steps=STEPS, **modes):
+    config = TrainConfig(steps=steps, batch_size=16, warmup=4, lr_factor=0.5, progress=False, amp="none", **modes)
     return train(_model(device), make_task("reverse", **TASK), config, device=device)
 
 
@@ -60,7 +62,7 @@ def test_padding_to_buckets_changes_nothing():
 
 
 def test_compiled_step_equals_eager_on_cpu(eager):
-    """Does torch.compile (backend aot_eager) give the eager losses within the stated tolerance?"""
+    """Does --compile in its default plan (backend aot_eager) give the eager losses within the stated tolerance?"""
     torch._dynamo.reset()
     compiled = _losses(compile="aot_eager")
     assert len(compiled) == STEPS
@@ -83,6 +85,40 @@ def test_graph_refuses_float16():
                              clip_norm=1.0, dtype=torch.float16, device=torch.device("cpu"))
 
 
+@pytest.mark.parametrize("plan", [name for name in captured.COMPILE_PLANS if name != captured.COMPILE_PLAN])
+def test_every_compile_plan_equals_eager_on_cpu(eager, plan):
+    """Does each plan of --compile but its default (the test above), such as the forward pass and the loss
+    compiled as one function or Adam's fused kernel, give the eager losses within the stated tolerance
+    (backend aot_eager)?"""
+    torch._dynamo.reset()
+    compiled = _losses(compile="aot_eager", compile_plan=plan)
+    assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < TOLERANCE, (compiled, eager)
+
+
+def test_plans_choose_adams_implementation_and_a_resume_keeps_its_own(tmp_path):
+    """Does a plan with fused_adam build Adam with fused=True (and only when compiling), is an unknown plan
+    refused with the choices, and does a resume keep the resuming run's implementation, not the file's?"""
+    for name, plan in captured.COMPILE_PLANS.items():
+        optimizer, _ = make_optimizer(_model(), TrainConfig(compile="aot_eager", compile_plan=name))
+        group = optimizer.param_groups[0]
+        assert bool(group["fused"]) is plan.fused_adam and bool(group["foreach"]) is not plan.fused_adam, name
+        eager_group = make_optimizer(_model(), TrainConfig(compile_plan=name))[0].param_groups[0]
+        assert not eager_group["fused"] and eager_group["foreach"], name
+    with pytest.raises(ValueError, match="loss\\+fused-adam"):
+        captured.compile_plan("everything")
+    torch._dynamo.reset()
+    fused = TrainConfig(steps=2, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
+                        compile_plan="loss+fused-adam")
+    task = make_task("reverse", **TASK)
+    train(_model(), task, fused, device="cpu", out=tmp_path / "fused.pt")
+    model = _model()
+    optimizer, scheduler = make_optimizer(model, TrainConfig())
+    checkpoint.restore(checkpoint.load(tmp_path / "fused.pt"), model=model, optimizer=optimizer, scheduler=scheduler,
+                       scaler=None, data=training_batches(task, TrainConfig(batch_size=16)))
+    assert not optimizer.param_groups[0]["fused"] and optimizer.param_groups[0]["foreach"]
+    assert optimizer.state_dict()["state"][0]["exp_avg"].abs().sum() > 0  # the moments did come from the file
+
+
 @pytest.mark.slow
 def test_inductor_step_equals_eager_on_cpu(eager):
     """Does torch.compile with inductor (generated C++ kernels) give the eager losses within 1e-4?"""
@@ -101,18 +137,43 @@ def test_cuda_graph_step_equals_eager_on_cuda():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_cuda_graphs_of_several_shapes_share_one_pool_and_equal_eager_on_cuda(monkeypatch):
+    """With buckets of 4 (several batch shapes, one graph each, replayed in any order), do the graphs share
+    one memory pool, and do the losses still equal the eager ones within 1e-4 (a graph that overwrote
+    memory another one reads would break them)?"""
+    pools = {}
+    capture = captured.GraphedStep._capture
+
+    def spy(self, shape, src, tgt):
+        capture(self, shape, src, tgt)
+        pools[shape] = self.graphs[shape][0].pool()
+
+    monkeypatch.setattr(captured.GraphedStep, "_capture", spy)
+    steps = 3 * STEPS
+    eager = _losses("cuda", steps=steps)
+    graphed = _losses("cuda", steps=steps, cuda_graph=True, bucket=4)
+    assert len(pools) >= 2 and len(set(pools.values())) == 1, pools
+    assert max(abs(a - b) for a, b in zip(graphed, eager, strict=True)) < 1e-4, (graphed, eager)
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
     """Does a graphed run's checkpoint (tensor learning rate, capturable Adam) resume, graphed and eager?"""
     config = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
     task = make_task("reverse", **TASK)
     train(_model("cuda"), task, config, device="cuda", out=tmp_path / "run.pt")
-    from autograder.reference import checkpoint
-
     state = checkpoint.load(tmp_path / "run.pt")
     assert isinstance(state["optimizer"]["param_groups"][0]["lr"], float)
     for graph in (True, False):
         again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=graph)
         assert len(train(_model("cuda"), task, again, device="cuda", resume=state)) == STEPS
+    # a fused Adam's checkpoint (the plan loss+fused-adam) resumes in a graph too
+    fused = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
+                        compile_plan="loss+fused-adam")
+    torch._dynamo.reset()
+    train(_model("cuda"), task, fused, device="cuda", out=tmp_path / "fused.pt")
+    again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
+    assert len(train(_model("cuda"), task, again, device="cuda", resume=checkpoint.load(tmp_path / "fused.pt"))) \
+        == STEPS
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
@@ -122,3 +183,39 @@ def test_compiled_step_on_cuda():
     eager = _losses("cuda")
     compiled = _losses("cuda", compile="inductor")
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_compiled_loss_and_fused_adam_on_cuda():
+    """On CUDA, does the plan loss+fused-adam (forward and loss compiled as one function, inductor with CUDA
+    graphs; Adam's fused kernel) give the eager losses within 1e-3?"""
+    torch._dynamo.reset()
+    eager = _losses("cuda")
+    compiled = _losses("cuda", compile="inductor", compile_plan="loss+fused-adam")
+    assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
+
+
+
+# what the course needs besides torch, numpy, pytest, tqdm and matplotlib, which a lent GPU machine's own
+# Python may lack (it has those, safetensors, tokenizers and transformers): import names of requirements.txt
+NOT_ON_A_GPU_MACHINE = ("nbgrader", "nbformat", "nbclient", "jupyter_book", "jupyterlab", "ipykernel", "sacrebleu",
+                        "nh3", "copydetect", "sqlalchemy", "psycopg2", "selenium", "sphinxcontrib", "mypy")
+
+
+def test_cuda_tests_collect_without_the_course_tools():
+    """Does `make test-gpu`'s selection (tests/reference -k on_cuda) collect, every CUDA test in it, when the
+    course's other requirements cannot be imported (as on a lent GPU machine with its own Python)?"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\n"
+            f"sys.modules.update(dict.fromkeys({NOT_ON_A_GPU_MACHINE!r}))  # None: any import of them fails\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['tests/reference', '-k', 'on_cuda', '--collect-only', '-q',\n"
+            "                      '-p', 'no:cacheprovider']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert len(collected) >= 5 and all(line.endswith("on_cuda") for line in collected), done.stdout[-3000:]
