@@ -35,6 +35,14 @@ def index_of(nb: nbformat.NotebookNode, grade_id: str) -> int:
     return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
 
 
+def with_answers(lab: str, sources: dict[str, str], base: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """The released ``lab`` (or ``base``) with the cells of the given grade ids replaced by ``sources``."""
+    nb = released(lab) if base is None else base
+    for grade_id, source in sources.items():
+        nb.cells[index_of(nb, grade_id)].source = source
+    return nb
+
+
 def with_cell(nb: nbformat.NotebookNode, after: str | None, source: str) -> nbformat.NotebookNode:
     """``nb`` with a new student code cell after the cell ``after`` (None: at the end)."""
     position = len(nb.cells) if after is None else index_of(nb, after) + 1

@@ -11,7 +11,7 @@ import shutil
 
 import nbformat
 import pytest
-from grading_helpers import REPO, index_of, released
+from grading_helpers import REPO, released, with_answers, with_cell
 from hostile_class import INPUT_TRANSFORMER, LAB10, LAB10_POINTS, LAB10_REFERENCE, LAB10_TORCH
 
 from autograder.grading import answers
@@ -20,25 +20,14 @@ from autograder.grading.grader import pipeline, sandbox
 TOTAL = sum(LAB10_POINTS.values())
 
 
-def _with_answers(sources: dict[str, str], base: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
-    """The released lab (or ``base``) with the given exercise cells replaced by ``sources``."""
-    nb = released(LAB10) if base is None else base
-    for grade_id, source in sources.items():
-        nb.cells[index_of(nb, grade_id)].source = source
-    return nb
-
-
-def _with_cell_after(nb: nbformat.NotebookNode, after: str, source: str) -> nbformat.NotebookNode:
-    nb.cells.insert(index_of(nb, after) + 1, nbformat.v4.new_code_cell(source))
-    return nb
 
 
 CASES = {  # student: (notebook maker, expected score, a phrase its summary line must hold or None)
-    "reference": (lambda: _with_answers(LAB10_REFERENCE), 0, None),
+    "reference": (lambda: with_answers(LAB10, LAB10_REFERENCE), 0, None),
     # apply_rope is honest, so the SDPA answer (which uses it) fails only for the op it calls
-    "pytorch-ops": (lambda: _with_answers(LAB10_TORCH, answers.answered(REPO, LAB10, ["apply_rope"])),
+    "pytorch-ops": (lambda: with_answers(LAB10, LAB10_TORCH, answers.answered(REPO, LAB10, ["apply_rope"])),
                     LAB10_POINTS["apply_rope"], None),
-    "kernel-forge": (lambda: _with_cell_after(released(LAB10), "imports", INPUT_TRANSFORMER), 0,
+    "kernel-forge": (lambda: with_cell(released(LAB10), "imports", INPUT_TRANSFORMER), 0,
                      "failed the independent check"),
     "honest-part": (lambda: answers.answered(REPO, LAB10, ["apply_rope", "rms_norm"]),
                     LAB10_POINTS["apply_rope"] + LAB10_POINTS["rms_norm"], None),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import REPO, index_of, released
+from grading_helpers import REPO, released, with_answers, with_cell
 
 from autograder.grading import answers
 from autograder.grading.grader import pipeline, sandbox
@@ -133,31 +133,20 @@ POINTS = {"count_pairs": 2, "train_bpe": 4, "encode": 3, "decode": 2, "beam_sear
 TOTAL = sum(POINTS.values())
 
 
-def _with_answers(sources: dict[str, str], base: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
-    """The released lab (or ``base``) with the given exercise cells replaced by ``sources``."""
-    nb = released(LAB) if base is None else base
-    for grade_id, source in sources.items():
-        nb.cells[index_of(nb, grade_id)].source = source
-    return nb
-
-
-def _with_cell_after(nb: nbformat.NotebookNode, after: str, source: str) -> nbformat.NotebookNode:
-    nb.cells.insert(index_of(nb, after) + 1, nbformat.v4.new_code_cell(source))
-    return nb
 
 
 CASES = {  # student: (notebook maker, expected score, a phrase its summary line must hold or None)
-    "reference-bpe": (lambda: _with_answers(REFERENCE_BPE), 0, None),
-    "reference-rest": (lambda: _with_answers(REFERENCE_REST), 0, None),
-    "library": (lambda: _with_answers(LIBRARY), 0, None),
-    "kernel-forge": (lambda: _with_cell_after(released(LAB), "setup", KERNEL_FORGE), 0,
+    "reference-bpe": (lambda: with_answers(LAB, REFERENCE_BPE), 0, None),
+    "reference-rest": (lambda: with_answers(LAB, REFERENCE_REST), 0, None),
+    "library": (lambda: with_answers(LAB, LIBRARY), 0, None),
+    "kernel-forge": (lambda: with_cell(released(LAB), "setup", KERNEL_FORGE), 0,
                      "failed the independent check"),
     "honest-bpe": (lambda: answers.answered(REPO, LAB, ["count_pairs", "train_bpe", "encode", "decode"]),
                    POINTS["count_pairs"] + POINTS["train_bpe"] + POINTS["encode"] + POINTS["decode"], None),
-    "aliased": (lambda: _with_answers(ALIASED), 0, None),
-    "reference-clone": (lambda: _with_answers(CLONED, answers.answered(REPO, LAB)),
+    "aliased": (lambda: with_answers(LAB, ALIASED), 0, None),
+    "reference-clone": (lambda: with_answers(LAB, CLONED, answers.answered(REPO, LAB)),
                         TOTAL - POINTS["train_bpe"] - POINTS["decode"] - POINTS["next_token_loss"], None),
-    "copied-source": (lambda: _with_answers(COPIED, answers.answered(REPO, LAB)), TOTAL,
+    "copied-source": (lambda: with_answers(LAB, COPIED, answers.answered(REPO, LAB)), TOTAL,
                       "syntax tree of the reference's `autograder.reference.bpe.bpe_decode`"),
 }
 
