@@ -31,12 +31,15 @@ def test_ids_are_well_formed_and_not_unnamed() -> None:
 def test_ids_and_words_are_unique() -> None:
     """Is no id written twice in the registry (a dict literal would keep the last silently), and
     no mistake's words given to two ids?"""
-    tree = ast.parse((CHECKS / "mistakes.py").read_text(encoding="utf-8"))
-    named = next(node.value for node in tree.body if isinstance(node, ast.AnnAssign)
-                 and getattr(node.target, "id", "") == "NAMED")
-    assert isinstance(named, ast.Dict)
-    keys = [k.value for k in named.keys if isinstance(k, ast.Constant)]
-    assert len(keys) == len(set(keys)) == len(named.keys) == len(mistakes.NAMED)
+    keys: list[str] = []
+    for module, name in (("mistakes.py", "NAMED"), ("mistakes_modern.py", "MODERN")):  # NAMED holds MODERN's
+        tree = ast.parse((CHECKS / module).read_text(encoding="utf-8"))
+        literal = next(node.value for node in tree.body if isinstance(node, ast.AnnAssign)
+                       and getattr(node.target, "id", "") == name)
+        assert isinstance(literal, ast.Dict)
+        assert all(isinstance(k, ast.Constant) for k in literal.keys)
+        keys += [k.value for k in literal.keys if isinstance(k, ast.Constant)]
+    assert len(keys) == len(set(keys)) == len(mistakes.NAMED)
     words = list(mistakes.NAMED.values())
     assert len(words) == len(set(words))
 

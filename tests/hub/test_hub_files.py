@@ -14,7 +14,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 HUB = hh.REPO / "hub"
 BOOK_AND_TESTS = {"jupyter-book", "sphinx-mathjax-offline", "sphinxcontrib-bibtex", "selenium", "selenium-axe-python",
-                  "pytest", "pytest-xdist", "ruff", "mypy"}
+                  "pytest", "pytest-xdist", "ruff", "mypy", "transformers"}
 
 
 def _pins(path: Path) -> dict[str, str]:
