@@ -14,11 +14,10 @@ from autograder.checks import ForbiddenCall
 from autograder.checks.ch10_modern_block import (
     check_apply_rope,
     check_attend_with_cache,
-    check_perplexity,
     check_rms_norm,
     check_swiglu,
-    check_tiled_attention,
 )
+from autograder.checks.ch10_tiles_and_perplexity import check_perplexity, check_tiled_attention
 from autograder.reference import modern, rope, tiled
 
 
