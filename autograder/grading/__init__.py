@@ -1,6 +1,6 @@
 """Grading the labs with nbgrader, from the command line (``python -m autograder ...``).
 
-The packages follow the trust boundary (DESIGN.md, "Trust model of grading"):
+The packages follow the trust boundary (ARCHITECTURE.md, "Trust model of grading"):
 
     grader      code that never runs a submission: intake, the nbgrader worker, the
                 independent check's grader side, scores, the gradebook, feedback, flags

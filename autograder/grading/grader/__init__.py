@@ -1,4 +1,4 @@
-"""The grader's side: code that never runs a submission (DESIGN.md, "Trust model of grading").
+"""The grader's side: code that never runs a submission (ARCHITECTURE.md, "Trust model of grading").
 
     pipeline    ``grade``: its steps (``STEPS``: intake, prepare, make_jobs, grade_each, score,
                 export) run in order on one ``Grading``

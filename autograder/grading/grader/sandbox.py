@@ -1,5 +1,5 @@
 """Ask for a sandbox: the command lines that run student code in bubblewrap, and a probe that
-it works here (DESIGN.md, "Trust model of grading").
+it works here (ARCHITECTURE.md, "Trust model of grading").
 
 ``wrap(argv, scratch=..., limits=...)`` returns the command line that runs ``argv``
 sandboxed: ``python -m autograder.grading.sandboxed.launcher OPTIONS -- ARGV``. What that

@@ -1,4 +1,4 @@
-"""What both sides use without executing a submission (DESIGN.md, "Trust model of grading").
+"""What both sides use without executing a submission (ARCHITECTURE.md, "Trust model of grading").
 
     boot         the one ``autograder`` every grading process imports, and the command lines
                  that start one

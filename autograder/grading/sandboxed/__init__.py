@@ -1,5 +1,5 @@
 """The sandboxed side: code that runs student code, or lives in the same process or sandbox as
-it (DESIGN.md, "Trust model of grading"). Nothing here decides a point.
+it (ARCHITECTURE.md, "Trust model of grading"). Nothing here decides a point.
 
     launcher    ``python -m autograder.grading.sandboxed.launcher``: sets the limits, starts
                 bubblewrap and caps what comes out (trusted, but the parent of what it runs)
