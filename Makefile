@@ -29,7 +29,8 @@ book: $(STAMP)  ## build the static site into _build/html (warnings are errors),
 serve:  ## serve _build/html on http://localhost:8000 for a look before publishing
 	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
-lint: $(STAMP)  ## ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade) and mypy, as pyproject.toml configures them
+lint: $(STAMP)  ## ruff format and ruff check (pyflakes, pycodestyle, isort, bugbear, pyupgrade), mypy: as pyproject.toml sets them
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 

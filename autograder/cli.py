@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder.grading.protocol.confinement import MEMORY_MB
+from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,10 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
     grade.add_argument("--timeout", type=int, default=None,
                        help="seconds a cell may run before it is interrupted (default: 30, from nbgrader_config.py)")
-    grade.add_argument("--memory-mb", type=int, default=MEMORY_MB,
-                       help="address-space limit of a grading kernel in MiB")
-    grade.add_argument("--job-timeout", type=int, default=600,
-                       help="seconds one student's lab may take in all before it is stopped (default: 600)")
+    grade.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                       help="address-space limit of a grading kernel in MiB (default: %(default)s)")
+    grade.add_argument("--job-timeout", type=int, default=JOB_SECONDS,
+                       help="seconds one student's lab may take in all before it is stopped (default: %(default)s)")
     grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
     grade.add_argument("--no-sandbox", action="store_true",
@@ -102,7 +102,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _report(root: Path, args: argparse.Namespace) -> int:
     """Write the class report of each lab asked for (every lab with verdicts by default)."""
     from autograder.grading.grader import report
-
     labs = args.labs or report.sheets.recorded_labs(root)
     if not labs:
         print(f"no verdicts recorded under {root / 'autograded'}: grade first", file=sys.stderr)
@@ -115,7 +114,7 @@ def _report(root: Path, args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             missing += 1
             continue
-        grouped = len(report.similar.groups(pairs))
+        grouped = len(report.alike.groups(pairs))
         print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
               f"answers: "
               f"{(args.out or report.default_out(root)) / lab / 'index.html'}")
@@ -189,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    from autograder.grading.grader import pipeline, preflight, sandbox
+    from autograder.grading.grader import pipeline
+    from autograder.grading.grader.run import bwrap, nbconfig, preflight
     from autograder.grading.protocol import boot
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
@@ -197,12 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no submissions at {source}", file=sys.stderr)
         return 2
     options = pipeline.Options(jobs=args.jobs, db_url=args.db, students=args.student, labs=args.lab,
-                               timeout=args.timeout, memory_mb=args.memory_mb, job_timeout=args.job_timeout,
-                               csv_path=args.csv, progress=not args.no_progress, sandbox=not args.no_sandbox)
+                               timeout=args.timeout, limits=Limits(memory_mb=args.memory_mb),
+                               job_timeout=args.job_timeout, csv_path=args.csv, progress=not args.no_progress,
+                               sandbox=not args.no_sandbox)
     try:
         with _sigterm_as_interrupt():
             outcomes = pipeline.grade(root, source, options)
-    except (pipeline.UnknownSelection, sandbox.Unavailable, preflight.PreflightFailed) as err:
+    except (pipeline.UnknownSelection, bwrap.Unavailable, preflight.PreflightFailed, nbconfig.OutdatedConfig) as err:
         print(err, file=sys.stderr)
         return 2
     except KeyboardInterrupt:

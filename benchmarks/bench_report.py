@@ -31,8 +31,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from autograder.grading.grader.report import example, similar, write_report
-
+    from autograder.grading.grader.report import alike as similar
+    from autograder.grading.grader.report import example, write_report
     students, repeats = (50, 1) if args.smoke else (args.students, args.repeats)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
         root = Path(folder)

@@ -10,7 +10,7 @@ own FOLDER is still on this machine, and the exit status is 1.
 
 The corpus is generated afresh on each run, deterministically, from committed files: the
 course's ``solutions/`` and ``notebooks/``, the variants below and the hostile class of
-``tests/grading/hostile_class.py``. Its inputs are hashed too (after the same normaliser), so a
+``tests/grading/scenarios/hostile_class.py``. Its inputs are hashed too (after the same normaliser), so a
 changed corpus shows as changed inputs, not as a change of the grader. The class:
 
 - ``solutions``: every lab fully answered from its solution;
@@ -45,10 +45,10 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "grading"))
+sys.path.insert(0, str(REPO))  # a script: the repository's tests package importable
 
-import hostile_class  # noqa: E402 - the hostile suite's builders, from tests/grading
-from grading_helpers import answered  # noqa: E402
+from tests.grading.helpers import answered  # noqa: E402
+from tests.grading.scenarios import hostile_class  # noqa: E402 - the hostile suite's builders
 
 # Wrong answers written as edits of a solution's code (between its markers), each one of the
 # mistakes that the checks' tests (tests/checks/, autograder/checks/variants.py) hand to a check;

@@ -14,7 +14,7 @@ the same place (file and first line): ``code.replace(co_name=..., co_varnames=..
 from an earlier import of the package are refused. Two functions of one file with the same body
 (``{i: t for t, i in vocab.items()}`` in two functions) are told apart by their lines, so an
 allowed one never counts as a blocked one; the same source retyped by a student (another file)
-is not refused, only flagged (``autograder.grading.grader.similarity``), and so is a copy whose origin
+is not refused, only flagged (``autograder.grading.grader.verdict.retyped``), and so is a copy whose origin
 was forged with ``code.replace(co_filename=...)``: an answer that touches ``__code__`` is flagged.
 
 The hook raises in the new frame, before its first line; CPython then removes the hook, and

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.grading.layout import CourseLayout
+
 LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
 
 
@@ -27,7 +29,7 @@ def find_root(start: str | Path | None = None) -> Path:
 
 def labs(root: Path) -> list[str]:
     """Every lab of the course: the ``NN-slug`` folders of solutions/ holding ``NN-slug.ipynb``."""
-    return sorted(p.name for p in (root / "solutions").iterdir()
+    return sorted(p.name for p in CourseLayout(root).solutions.iterdir()
                   if LAB_NAME.match(p.name) and (p / f"{p.name}.ipynb").is_file())
 
 
@@ -78,5 +80,5 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
     out = []
     for name in names:
         generate(root, name)
-        out.append(root / "notebooks" / name)
+        out.append(CourseLayout(root).notebooks / name)
     return out

@@ -26,6 +26,7 @@ from nbgrader.utils import compute_checksum
 
 from autograder import notebook_cells as nbcells
 from autograder.grading.course import LAB_NAME, UnknownLab
+from autograder.grading.layout import CourseLayout
 
 MANIFEST = ".course-releases.json"
 BACKUPS = "backups"
@@ -56,7 +57,7 @@ class WorkspaceReport:
 
 def known_labs(root: Path) -> list[str]:
     """The released labs: the ``NN-slug`` folders of notebooks/."""
-    return sorted(p.name for p in (Path(root) / "notebooks").iterdir() if p.is_dir() and LAB_NAME.match(p.name))
+    return sorted(p.name for p in CourseLayout(Path(root)).notebooks.iterdir() if p.is_dir() and LAB_NAME.match(p.name))
 
 
 def sync(root: Path, target: Path, labs: list[str] | None = None, now: datetime | None = None) -> WorkspaceReport:
@@ -67,7 +68,7 @@ def sync(root: Path, target: Path, labs: list[str] | None = None, now: datetime 
         labs: only these labs (default: everything in notebooks/); an unknown name is an error.
         now: the time that names the backups (default: now).
     """
-    source, target = Path(root) / "notebooks", Path(target)
+    source, target = CourseLayout(Path(root)).notebooks, Path(target)
     known = known_labs(root)
     unknown = [n for n in labs or [] if n not in known]
     if unknown:

@@ -19,8 +19,9 @@ import re
 import threading
 from pathlib import Path
 
-import chromium
 import pytest
+
+from tests import chromium
 
 from ._book import ROOT, toc_pages
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from across_boundary import across
-from mistake_ids import NOT_YET_RAISED, RAISED, note
 
 from autograder.checks import mistakes
 from autograder.checks.core import CheckFailed
+from tests.checks.across_boundary import across
+from tests.checks.mistake_ids import NOT_YET_RAISED, RAISED, note
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch01_rnn_limits import check_hidden_gradient_norms, check_receptive_field, check_rnn_forward
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- rnn_forward
 

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall, variants
@@ -16,6 +15,7 @@ from autograder.checks.ch02_self_attention import (
     check_single_query_attention,
     check_softmax,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- softmax
 

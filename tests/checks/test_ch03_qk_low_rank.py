@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import (
@@ -15,6 +14,7 @@ from autograder.checks import (
     check_low_rank_factorize,
     check_merged_qk,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- merged_qk
 

@@ -8,7 +8,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 from torch import nn
 
 from autograder import reference
@@ -19,6 +18,7 @@ from autograder.checks import (
     check_split_heads,
     variants,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- split / merge
 

@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall
@@ -17,6 +16,7 @@ from autograder.checks.ch05_positional_encoding import (
     check_rotation_matrix,
     check_sinusoidal_encoding,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- candidates
 

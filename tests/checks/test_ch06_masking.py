@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall, variants
@@ -19,6 +18,7 @@ from autograder.checks.ch06_masking import (
     check_padding_mask,
 )
 from autograder.reference.leaks import leaks_future
+from tests.checks.student_copies import as_student
 
 
 def _stub(*args, **kwargs):

@@ -11,8 +11,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from mistake_ids import note
-from student_copies import as_student
 from torch import nn
 
 from autograder import reference
@@ -20,6 +18,8 @@ from autograder.checks import CheckFailed, ForbiddenCall, variants
 from autograder.checks.ch09_beam_search import check_beam_search
 from autograder.checks.ch09_generation import check_decoder_only, check_filter_logits, check_next_token_loss
 from autograder.reference import decode, families, generate
+from tests.checks.mistake_ids import note
+from tests.checks.student_copies import as_student
 
 
 def _fails_naming(check, candidate, *words):

@@ -7,12 +7,12 @@ from collections import Counter
 from itertools import pairwise
 
 import pytest
-from student_copies import as_student
 
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch09_tokens import check_count_pairs, check_decode, check_encode, check_train_bpe
 from autograder.reference import bpe
 from autograder.reference.bpe import SPECIAL_TOKENS, pre_tokenize, split_words, to_byte_level, unicode_to_bytes
+from tests.checks.student_copies import as_student
 
 
 def _stub(*args, **kwargs):

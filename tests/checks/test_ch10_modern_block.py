@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from student_copies import as_student
 
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch10_modern_block import (
@@ -19,6 +18,7 @@ from autograder.checks.ch10_modern_block import (
 )
 from autograder.checks.ch10_tiles_and_perplexity import check_perplexity, check_tiled_attention
 from autograder.reference import modern, rope, tiled
+from tests.checks.student_copies import as_student
 
 
 def _stub(*args, **kwargs):

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import torch
-from across_boundary import across
 
 import autograder.checks
 from autograder.grading.protocol.remote import Connection
+from tests.checks.across_boundary import across
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:

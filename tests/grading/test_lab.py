@@ -6,10 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from grading_helpers import LAB, REPO, make_course
-
 from autograder import cli
 from autograder.grading import lab
+from tests.grading.helpers import LAB, REPO, make_course
 
 NBGRADER_LAB = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader"
 

@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import chromium
 import nbformat
 import pytest
 
 from autograder.grading import course
+from tests import chromium
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import LAB, REPO, answered, index_of, make_course, with_cell
 from nbgrader.utils import compute_checksum
 
 from autograder import cli
 from autograder.grading import course, workspace
+from tests.grading.helpers import LAB, REPO, answered, index_of, make_course, with_cell
 
 OTHER = "02-self-attention"
 NOW = datetime(2026, 11, 23, 12, 4)

@@ -1,9 +1,4 @@
-"""The hub tests: their marker, and their helper modules importable (tests/hub/ on sys.path)."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
+"""The hub tests: their marker."""
 
 
 def pytest_configure(config):

@@ -36,13 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import chromium
-import hub_helpers as hh
 import nbformat
 import pytest
-from hub_client import HubUser
 
-from autograder.grading.grader import verdicts
+from autograder.grading.grader.verdict import into_notebook as verdicts
+from tests import chromium
+from tests.hub import hub_helpers as hh
+from tests.hub.hub_client import HubUser
 
 pytestmark = [pytest.mark.slow, pytest.mark.hub]
 

@@ -9,12 +9,13 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import hub_helpers as hh
 from traitlets.config.loader import PyFileConfigLoader
+
+from tests.hub import hub_helpers as hh
 
 HUB = hh.REPO / "hub"
 BOOK_AND_TESTS = {"jupyter-book", "sphinx-mathjax-offline", "sphinxcontrib-bibtex", "selenium", "selenium-axe-python",
-                  "pytest", "pytest-xdist", "ruff", "mypy", "transformers"}
+                  "pytest", "pytest-xdist", "ruff", "mypy", "pre-commit", "transformers"}
 
 
 def _pins(path: Path) -> dict[str, str]:

@@ -14,7 +14,7 @@ from autograder.reference.families import (
     masked_token_loss,
     next_token_loss,
 )
-from autograder.reference.interop import torch_stack_from
+from tests.reference.stacks import torch_stack_from
 
 PAD, BOS, EOS, MASK = 0, 1, 2, 3
 

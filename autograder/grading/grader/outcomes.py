@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autograder.grading.grader.ids import printable
+from autograder.grading.grader.safe_text import printable
 
 
 @dataclass

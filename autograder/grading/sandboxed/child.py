@@ -1,7 +1,8 @@
 """The sandboxed child of the independent check: it runs a submission's code cells, then
 answers the grader's calls on what they defined, and nothing else.
 
-Started by ``autograder.grading.grader.recheck`` as ``python -m autograder.grading.sandboxed.child RFD WFD``
+Started by the grader's independent check (``grader.run.independent_check``) as
+``python -m autograder.grading.sandboxed.child RFD WFD``
 inside the sandbox, with two pipes on file descriptors RFD (requests in) and WFD (replies
 out). What the student's code prints goes nowhere: standard output and error are closed
 to it, so it cannot disturb the conversation (and whatever it writes on WFD itself is

@@ -1,5 +1,5 @@
 """The sandbox launcher: ``python -m autograder.grading.sandboxed.launcher OPTIONS -- ARGV``
-(the command line that ``grader.sandbox.wrap`` builds) runs ``ARGV`` in bubblewrap (ARCHITECTURE.md,
+(the command line that ``grader.run.bwrap.wrap`` builds) runs ``ARGV`` in bubblewrap (ARCHITECTURE.md,
 "Trust model of grading"). The launcher itself is trusted code, run outside the sandbox but
 as the parent of what it starts (so it sits with the sandboxed side); it clears the
 environment, sets the resource limits and starts ``bwrap`` with:

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import notebook_cells
+from autograder.grading.layout import CourseLayout
 
 LAB = "02-self-attention"
 # exercise, answer cell, points, outcome -> probability (a mistake id, "passed" or "blank")
@@ -58,7 +59,7 @@ def write_release(root: Path) -> Path:
             cell, solution=True, locked=False)))
         nb.cells.append(nbformat.v4.new_code_cell(f"check_{cell}({cell})", metadata=notebook_cells.metadata(
             exercise, grade=True, points=points)))
-    path = root / "notebooks" / LAB / f"{LAB}.ipynb"
+    path = CourseLayout(root).release(LAB)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
     return path
@@ -84,7 +85,7 @@ def example_class(root: Path, students: int = 60, seed: int = 0) -> list[str]:
                               "points": points if status == "passed" else 0.0, "max_points": points,
                               "mistake": outcome if status == "failed" else None, "message": ""})
             answers[cell] = _stub(cell) if status == "blank" else answer
-        folder = root / "autograded" / student / LAB
+        folder = CourseLayout(root).autograded / student / LAB
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "verdicts.json").write_text(json.dumps(
             {"schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": LAB,

@@ -16,8 +16,8 @@ from html import escape
 from autograder.checks.failures import UNNAMED
 from autograder.checks.mistakes import describe
 from autograder.grading.grader.report import plots
+from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, groups
 from autograder.grading.grader.report.lessons import lesson
-from autograder.grading.grader.report.similar import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, groups
 from autograder.grading.grader.report.tally import Tally
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#1a1a1a;

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import notebook_cells
+from autograder.grading.layout import CourseLayout
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def _answers(cells: list | None) -> dict[str, str]:
 
 def read_release(root: Path, lab: str) -> Release:
     """``lab``'s exercises, stubs and reference answers, from ROOT/notebooks and ROOT/solutions."""
-    released = _cells(root / "notebooks" / lab / f"{lab}.ipynb")
-    source = _cells(root / "solutions" / lab / f"{lab}.ipynb")
+    released = _cells(CourseLayout(root).release(lab))
+    source = _cells(CourseLayout(root).source(lab))
     where = ("notebooks" if released is not None else "solutions" if source is not None else "")
     return Release(_exercises(released if released is not None else source or []), _answers(released),
                    _answers(source), f"{where}/{lab}/{lab}.ipynb" if where else "")

@@ -8,11 +8,11 @@ import io
 from pathlib import Path
 
 from autograder.checks.mistakes import describe
-from autograder.grading.grader.ids import csv_cell
 from autograder.grading.grader.report import plots
+from autograder.grading.grader.report.alike import Pair, groups
 from autograder.grading.grader.report.lessons import lesson
-from autograder.grading.grader.report.similar import Pair, groups
 from autograder.grading.grader.report.tally import Tally
+from autograder.grading.grader.safe_text import csv_cell
 
 
 def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
