@@ -142,10 +142,8 @@ def step_function(model: nn.Module, config: TrainConfig, device: torch.device, o
         if distributed.world_size() > 1:
             raise ValueError("cuda_graph trains in one process: DistributedDataParallel's hooks cannot be captured")
         captured.prepare(optimizer, device)
-        return captured.GraphedStep(
-            model, optimizer, scheduler, d_model=int(cast(Any, model).config.d_model), warmup=config.warmup,
-            factor=config.lr_factor, smoothing=config.smoothing, pad_id=pad_id, clip_norm=config.clip_norm,
-            dtype=dtype, device=device)
+        return captured.GraphedStep(model, optimizer, scheduler, smoothing=config.smoothing, pad_id=pad_id,
+                                    clip_norm=config.clip_norm, dtype=dtype, device=device)
     if config.compile is None:
         net = distributed.wrap(model, device)
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
