@@ -1,8 +1,9 @@
 """Run a training recipe: what ``python -m autograder train`` does (chapter 8, appendix).
 
 Three parts, one function each: set up (the device, the task and the model, from the recipe
-or from a checkpoint), train (``autograder.reference.train.train``, timed), and report (the
-held-out test exact match of the best validated weights, on rank 0 only).
+or from a checkpoint, started as a run by ``autograder.reference.train.start_run``, which decides
+the precision), train (``train_run``, timed), and report (the held-out test exact match of the
+best validated weights, on rank 0 only).
 """
 
 from __future__ import annotations
