@@ -22,8 +22,9 @@ _BUILD_NORMS = ("Compute the Jacobians d h_L / d h_t yourself, by autograd "
 _BUILD_FIELD = "Count the positions yourself: each layer of kernel size k widens the view by k - 1."
 
 
-def _rnn_inputs(batch: int, length: int, inputs: int, hidden: int, seed: int, dtype: torch.dtype,
-                recurrent_scale: float = 1.0) -> tuple[torch.Tensor, ...]:
+def _rnn_inputs(
+    batch: int, length: int, inputs: int, hidden: int, seed: int, dtype: torch.dtype, recurrent_scale: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """x, h0, W_xh, W_hh, b with W_hh scaled so that its gain is about ``recurrent_scale``."""
     x = random_tensor((batch, length, inputs), seed, dtype)
     h0 = random_tensor((batch, hidden), seed + 1, dtype, 0.5)
@@ -86,7 +87,7 @@ def check_rnn_forward(rnn_forward, seed: int = 0) -> None:
         })
 
 
-def _wrong_norms(x, h0, w_xh, w_hh, b, kind: str) -> torch.Tensor:
+def _wrong_norms(kind: str, x, h0, w_xh, w_hh, b) -> torch.Tensor:
     """Norms computed with one known mistake (batch element 0)."""
     hs = reference.rnn_forward(x[:1], h0[:1], w_xh, w_hh, b)[0][0]  # (L, H)
     length, hidden = hs.shape
@@ -135,15 +136,15 @@ def check_hidden_gradient_norms(hidden_gradient_norms, seed: int = 0) -> None:
             "the norms are reversed in time: result[t-1] must be the norm for h_t, so the last entry "
             "(t = L, the identity) is sqrt(H)": lambda expected=expected: expected.flip(0),
             "norms of d h_t / d h_1 (how h_t depends on the start) instead of d h_L / d h_t":
-                lambda args=args: _wrong_norms(*args, "forward"),
+                lambda args=args: _wrong_norms("forward", *args),
             "the one-step Jacobians are multiplied in the wrong order: "
-            "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda args=args: _wrong_norms(*args, "order"),
+            "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda args=args: _wrong_norms("order", *args),
             "the tanh derivative diag(1 - h^2) is left out of the one-step Jacobian":
-                lambda args=args: _wrong_norms(*args, "no_tanh"),
+                lambda args=args: _wrong_norms("no_tanh", *args),
             "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))":
-                lambda args=args: _wrong_norms(*args, "w_hh"),
+                lambda args=args: _wrong_norms("w_hh", *args),
             "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t":
-                lambda args=args: _wrong_norms(*args, "gradient"),
+                lambda args=args: _wrong_norms("gradient", *args),
         })
 
 

@@ -9,7 +9,10 @@ PyTorch's ``nn.MultiheadAttention`` with those weights packed into ``in_proj_wei
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
+from torch import Tensor
 
 from autograder import reference
 from autograder.checks import variants
@@ -147,7 +150,7 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
     value = key if case["kind"] == "self-attention" else random_tensor((b, lk, d), seed * 100 + 3 * i + 2, dtype)
     with torch.no_grad():
         expected = ref(query, key, value, mask)
-        expected_weights = ref.attn_weights
+        expected_weights = cast(Tensor, ref.attn_weights)  # set by the forward pass above
         torch_out = None
         if "fully padded" not in case["kind"]:
             torch_out, _ = torch_mha_from(ref, h).eval()(query, key, value, key_padding_mask=case.get("torch_kpm"),

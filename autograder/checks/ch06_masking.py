@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -151,7 +152,7 @@ _ATTENTION_MISTAKES = (MASK_AFTER_SOFTMAX, MASK_FILLED_FINITE, NAN_ROWS, MASK_IN
 
 def _attention_cases(seed: int) -> list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]]:
     g = generator(seed)
-    cases = []
+    cases: list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]] = []
     q, k, v = (random_tensor((2, 2, 5, 4), seed * 10 + i) for i in range(3))
     cases.append(("causal mask (5, 5), q k v (2, 2, 5, 4)", q, k, v, reference.causal_mask(5)))
     tokens = torch.tensor([[4, 2, 7, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
@@ -206,8 +207,8 @@ def _check_masked_case(masked_attention, what: str, q: Tensor, k: Tensor, v: Ten
         fail(what, "a tuple (output, weights)", describe(found))
     for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
                                                      ("output", found[0], expected_out, 0)):
-        mistakes = {name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
-                    for name in _ATTENTION_MISTAKES}
+        mistakes: dict[str, Any] = {name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
+                                    for name in _ATTENTION_MISTAKES}
         mistakes.update({name: (lambda name=name, dim=dim, index=index: wrong_attention(  # scores: as many axes as q
             q, k, v, mask, name, softmax_dim=dim)[index]) for name, dim in softmax_axis_mistakes(q.dim()).items()})
         expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes=mistakes)

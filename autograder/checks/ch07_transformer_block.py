@@ -14,6 +14,7 @@ the candidate drop the same entries, so that a missing or misplaced dropout is n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,7 @@ from autograder.checks.weights import load_reference_weights
 from autograder.reference.interop import torch_layer_from
 from autograder.reference.norms import layer_norm as _reference_layer_norm
 
+_M = TypeVar("_M", bound=nn.Module)
 _LAYER_NORM_OPS = [
     "torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm",
     "torch.nn.LayerNorm.forward", "autograder.reference.norms.layer_norm", "autograder.reference.LayerNorm",
@@ -67,7 +69,7 @@ def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk
     return ~mask.expand(batch, num_heads, lq, lk).reshape(batch * num_heads, lq, lk)  # (B*H, Lq, Lk)
 
 
-def torch_layer_like(layer: nn.Module) -> nn.TransformerEncoderLayer | nn.TransformerDecoderLayer:
+def torch_layer_like(layer: v.Layer) -> nn.Module:
     """PyTorch's own layer (batch first, ReLU, no dropout) holding the weights of a
     reference ``EncoderLayer`` or ``DecoderLayer``: q/k/v are packed into ``in_proj_weight``."""
     return torch_layer_from(layer, layer.self_attn.num_heads, decoder=hasattr(layer, "cross_attn"),
@@ -81,7 +83,7 @@ def _lengths_mask(lengths: list[int], length: int) -> Tensor:
     return (torch.arange(length)[None, :] < torch.tensor(lengths)[:, None])[:, None, None, :]  # (B, 1, 1, L)
 
 
-def _seeded_layer(make: Callable[..., nn.Module], seed: int, *args, **kwargs) -> nn.Module:
+def _seeded_layer(make: Callable[..., _M], seed: int, *args, **kwargs) -> _M:
     """A reference module built from a fixed seed, with LayerNorm gains and shifts that are
     not 1 and 0 (so that a misplaced norm shows), in eval mode."""
     module = seeded(make, seed, *args, **kwargs)
@@ -103,7 +105,7 @@ def _make_candidate(candidate: type, args: tuple, ref: nn.Module, what: str, **k
 
 # ----------------------------------------------------------------------------- layer_norm
 
-def _layer_norm_mistakes(x: Tensor, w: Tensor, b: Tensor, eps: float) -> dict[str, Callable[[], Tensor]]:
+def _layer_norm_mistakes(x: Tensor, w: Tensor, b: Tensor, eps: float) -> dict[str, Any]:
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)
     return {
@@ -129,12 +131,10 @@ def check_layer_norm(layer_norm, seed: int = 0) -> None:
     length 1, values with a small variance (where eps matters), a large eps, a constant
     row (bias, not NaN), float64."""
     cases = [  # shape, dtype, scale, shift, eps
-        ((2, 3, 8), torch.float32, 1.0, 0.0, 1e-5),
-        ((4, 16), torch.float64, 2.0, 3.0, 1e-5),
+        ((2, 3, 8), torch.float32, 1.0, 0.0, 1e-5), ((4, 16), torch.float64, 2.0, 3.0, 1e-5),
         ((1, 1, 6), torch.float32, 1.0, 0.5, 1e-5),
         ((2, 5, 8), torch.float32, 0.01, 0.0, 1e-5),  # var ~ 1e-4: sqrt(var + eps) != sqrt(var) + eps
-        ((3, 4, 6), torch.float64, 1.0, 0.0, 0.1),
-    ]
+        ((3, 4, 6), torch.float64, 1.0, 0.0, 0.1)]
     for i, (shape, dtype, scale, shift, eps) in enumerate(cases):
         s = seed * 100 + i
         x = random_tensor(shape, s, dtype, scale) + shift
@@ -202,8 +202,8 @@ def _check_ffn_case(PositionwiseFeedForward, seed: int, s: int, d: int, f: int, 
 def _compare_layer(what: str, found: Tensor, expected: Tensor, oracle: Tensor | None, oracle_name: str,
                    mistakes: dict[str, Callable[[], Tensor]]) -> None:
     __tracebackhide__ = True
-    tol = {"atol": 1e-5, "rtol": 1e-4} if expected.dtype == torch.float64 else {"atol": 2e-5, "rtol": 2e-4}
-    expect_close(what, found, expected, mistakes=mistakes, **tol)
+    atol, rtol = (1e-5, 1e-4) if expected.dtype == torch.float64 else (2e-5, 2e-4)
+    expect_close(what, found, expected, mistakes=mistakes, atol=atol, rtol=rtol)
     if oracle is not None:
         expect_close(f"{what}, against {oracle_name} with the same weights", found, oracle, mistakes=mistakes,
                      atol=1e-4, rtol=1e-3)
@@ -215,7 +215,7 @@ def _layer_dropout(Layer: type, name: str, seed: int, norm_first: bool, d: int, 
     fixed dropout masks, or the name of the misplaced or missing dropout."""
     __tracebackhide__ = True
     p, decoder = 0.3, name == "DecoderLayer"
-    make = reference.DecoderLayer if decoder else reference.EncoderLayer
+    make: Callable[..., v.Layer] = reference.DecoderLayer if decoder else reference.EncoderLayer
     ref = _seeded_layer(make, seed * 100 + 50 + norm_first, d_model=d, num_heads=h, d_ff=f, dropout=p,
                         norm_first=norm_first).double().train()
     b, t_len = inputs[0].shape[:2]
@@ -289,7 +289,7 @@ def _decoder_cases(seed: int) -> list[tuple]:
     ]
 
 
-_DECODER_MISTAKES = {  # name: keywords of variants.layer_variant
+_DECODER_MISTAKES: dict[str, dict[str, Any]] = {  # name: keywords of variants.layer_variant
     v.TGT_MASK_IGNORED: dict(ignore_tgt_mask=True),
     v.MEMORY_MASK_IGNORED: dict(ignore_memory_mask=True),
     v.MEMORY_IN_LAST_RESIDUAL: dict(memory_in_last_residual=True),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     describe,
@@ -33,7 +35,8 @@ from autograder.checks.dropout import expect_dropout
 from autograder.checks.weights import load_reference_weights
 from autograder.data import BOS_ID, EOS_ID, PAD_ID
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
 
 NO_EMBEDDING_DROPOUT = "no dropout on embeddings + positions: embed returns dropout(embedding(tokens) + pe[:L])"
 DROPOUT_BEFORE_POSITIONS = ("dropout on the embeddings before the positions are added, dropout(x) + pe: it "
@@ -131,7 +134,7 @@ def _pipeline(m, src: Tensor, tgt_in: Tensor, *, scale: bool = True, positions: 
             s.train(state)
 
 
-_MODEL_CASES = [
+_MODEL_CASES: list[tuple[dict[str, Any], torch.dtype]] = [
     (dict(src_vocab_size=13, tgt_vocab_size=11, d_model=16, num_heads=2, num_layers=2, d_ff=32), torch.float32),
     (dict(src_vocab_size=9, tgt_vocab_size=12, d_model=12, num_heads=3, num_layers=1, d_ff=24,
           norm_first=True, tie_embeddings=True), torch.float64),
@@ -202,7 +205,7 @@ def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -
             found_forward = call(model, src, tgt_in, what=f"{name}(src, tgt_in)")
             found_bos = call(model, src, tgt_in[:, :1], what=f"{name}(src, tgt_in) with a target of length 1")
     # float64 tolerance stays loose: a float32 or float64 positional table are both right
-    tol = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
+    tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
     expect_equal(f"{name}.encode(src)[1], the source padding mask (True = may attend)", found_mask, src_mask,
                  hint="reference.padding_mask(src, config.pad_id) has shape (B, 1, 1, S).")
     expect_close(f"{name}.encode(src)[0], the memory", found_memory, memory, **tol,
@@ -226,8 +229,9 @@ def _check_model_dropout(EncoderDecoder, seed: int) -> None:
     what = f"{name}(src, tgt_in) in training mode, float64 (dropout drawn from the check's seed {seed})"
     d, f = config.d_model, config.d_ff
     (b, s_len), t_len = src.shape, tgt_in.size(1)
-    sites = {(b, s_len, d): ("embeddings + positions and sublayer outputs, (B, S, D)", 1 + 2 * config.num_layers),
-             (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers)}
+    sites: dict[tuple[int, ...], tuple[str, int]] = {
+        (b, s_len, d): ("embeddings + positions and sublayer outputs, (B, S, D)", 1 + 2 * config.num_layers),
+        (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers)}
     h, n = config.num_heads, config.num_layers
     sites.update({(b, s_len, f): ("the encoder's feed-forward hidden units", n),
                   (b, t_len, f): ("the decoder's feed-forward hidden units", n),

@@ -10,6 +10,7 @@ import copy
 import functools
 import numbers
 import warnings
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -261,7 +262,9 @@ def _step_batches(seed: int) -> list[tuple[Tensor, Tensor]]:
 def _reference_steps(base, data: list, smoothing: float) -> list[tuple[float, Tensor]]:
     """The reference's ``train_step`` on a copy of ``base``: (loss, parameters after) for each batch."""
     model = copy.deepcopy(base)
-    optimizer, scheduler = sgd_with_noam(model)
+    sgd, noam = sgd_with_noam(model)
+    # the doubles have torch.optim's interface, which is all train_step asks of an optimizer and a scheduler
+    optimizer, scheduler = cast(Any, sgd), cast(Any, noam)
     return [(reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
             for src, tgt in data]
 

@@ -10,6 +10,7 @@ inputs. Nothing here trains a model.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,7 @@ from torch import Tensor
 from autograder.checks import variants
 from autograder.checks.ch08_encoder_decoder import self_attention_mask
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     expect_close,
@@ -34,7 +36,8 @@ from autograder.checks.weights import load_reference_weights
 from autograder.reference import families, generate
 
 PAD = 0
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-9, rtol=1e-7)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-9, rtol=1e-7)}
 
 
 # ----------------------------------------------------------------------------- filter_logits
@@ -111,7 +114,7 @@ def _lm_pipeline(m, tokens: Tensor, *, causal: bool = True, pad: bool = True, sc
     return m.unembed(m.blocks(x, self_attention_mask(tokens, c.pad_id, causal=causal, pad=pad)))  # (B, L, V)
 
 
-_LM_CASES = [
+_LM_CASES: list[tuple[dict[str, Any], torch.dtype]] = [
     (dict(vocab_size=11, d_model=16, num_heads=2, num_layers=2, d_ff=32), torch.float32),
     (dict(vocab_size=9, d_model=12, num_heads=3, num_layers=1, d_ff=24, norm_first=True, tie_embeddings=False),
      torch.float64),
@@ -155,7 +158,7 @@ def check_decoder_only(DecoderOnly, seed: int = 0) -> None:
             with torch.no_grad():
                 found = call(model, tokens, what=f"{name}(tokens) for tokens {tuple(tokens.shape)} with padded rows")
                 found_single = call(model, tokens[:, :1], what=f"{name}(tokens) for a sequence of length 1")
-        tol = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
+        tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
         expect_close(f"{name}(tokens), the logits", found, expected, **tol, mistakes=wrong)
         expect_close(f"{name}(tokens[:, :1]), a sequence of length 1", found_single, single, **tol)
 

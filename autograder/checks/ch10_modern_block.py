@@ -20,6 +20,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     expect_close,
@@ -32,7 +33,8 @@ from autograder.checks.core import (
 from autograder.reference import modern
 from autograder.reference.rope import halves_permutation
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
 
 
 # ----------------------------------------------------------------------------- apply_rope

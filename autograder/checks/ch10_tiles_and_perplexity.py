@@ -15,6 +15,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     expect_close,
@@ -28,7 +29,8 @@ from autograder.checks.core import (
 )
 from autograder.reference import tiled
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
 
 
 # ----------------------------------------------------------------------------- tiled_attention
@@ -128,6 +130,11 @@ def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
     mean = (per * keep).sum() / keep.sum()
     rows = keep.any(-1)
     row_loss = (per * keep).sum(-1)[rows] / keep.sum(-1)[rows]
+
+    def unshifted() -> Tensor:
+        p, kk = _nll(logits, tokens, pad, shift=False)
+        return ((p * kk).sum() / kk.sum()).exp()
+
     return {
         "the mean loss returned, not exponentiated": lambda: mean,
         "2 ** loss instead of exp(loss): the loss is in nats (natural logarithms)": lambda: 2 ** mean,
@@ -137,7 +144,7 @@ def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
         "padding counted in the mean of the losses (divide by the number of non-pad targets)":
             lambda: ((per * keep).sum() / per.numel()).exp(),
         "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])":
-            lambda: (lambda p, kk: ((p * kk).sum() / kk.sum()).exp())(*_nll(logits, tokens, pad, shift=False)),
+            unshifted,
     }
 
 

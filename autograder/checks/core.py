@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NoReturn, TypedDict, cast
 
 import torch
 from torch import Tensor
@@ -34,9 +34,9 @@ from autograder.checks.failures import CheckFailed, ForbiddenCall
 from autograder.checks.mistakes import forbidden_id, id_in_message, mistake_id
 from autograder.checks.sentinels import forbidden, replaced
 
-__all__ = ["CheckFailed", "ForbiddenCall", "beside", "call", "check", "describe", "dtype_name", "expect_close",
-           "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden", "generator",
-           "padded_targets", "random_tensor", "replaced", "seeded"]
+__all__ = ["CheckFailed", "ForbiddenCall", "Tolerance", "beside", "call", "check", "describe", "dtype_name",
+           "expect_close", "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden",
+           "generator", "padded_targets", "random_tensor", "replaced", "seeded"]
 
 
 def check(fn: Callable[..., None]) -> Callable[..., None]:
@@ -61,7 +61,7 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> None:
+def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> NoReturn:
     """Raise ``CheckFailed`` with the four parts of a teaching message; ``mistake``'s text gives
     its stable id (``mistakes.mistake_id``)."""
     __tracebackhide__ = True
@@ -150,6 +150,19 @@ def expect_shape(what: str, found: Any, shape: Sequence[int],
     return found
 
 
+# The known mistakes of a check: {what the mistake is: its wrong output, or a function of no arguments
+# that computes it}. Any, not ``Callable[[], Any] | Any`` (the same type): a lambda with default arguments,
+# as the checks write them to bind a loop's variables, cannot be typed against a Callable.
+Mistakes = Mapping[str, Any]
+
+
+class Tolerance(TypedDict):
+    """``expect_close``'s tolerances, kept together so that a check can pass them on (``**tol``)."""
+
+    atol: float
+    rtol: float
+
+
 def _as_float64(x: Tensor) -> Tensor:
     return x.detach().to("cpu", torch.float64) if x.is_floating_point() else x.detach().cpu().double()
 
@@ -159,7 +172,7 @@ def _close(found: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
 
 
-def _matching_mistake(found: Tensor, mistakes: Mapping[str, Callable[[], Any] | Any] | None,
+def _matching_mistake(found: Tensor, mistakes: Mistakes | None,
                       atol: float, rtol: float) -> str | None:
     return next((name for name, value in _evaluated(mistakes).items() if _close(found, value, atol, rtol)), None)
 
@@ -170,7 +183,7 @@ _KEEP_DTYPE = ("keep the dtype of the inputs: do not create float32 tensors "
 
 def expect_close(
     what: str, found: Any, expected: Tensor, *, atol: float = 1e-5, rtol: float = 1e-4,
-    mistakes: Mapping[str, Callable[[], Any] | Any] | None = None, check_dtype: bool = True,
+    mistakes: Mistakes | None = None, check_dtype: bool = True,
     hint: str | None = None, dtype_hint: str = _KEEP_DTYPE,
 ) -> Tensor:
     """Shape, dtype, device, NaN, then values; on a difference, name the known mistake
@@ -215,7 +228,7 @@ def expect_gradient(what: str, found: Tensor, mine: Tensor, leaf: Tensor) -> Non
     expect_close(what + ": d loss / d logits", mine.grad, cast(Tensor, leaf.grad), atol=1e-6, rtol=1e-4)
 
 
-def _evaluated(mistakes: Mapping[str, Callable[[], Any] | Any] | None) -> dict[str, Tensor]:
+def _evaluated(mistakes: Mistakes | None) -> dict[str, Tensor]:
     """The wrong variants' outputs, computed without autograd (a variant that needs a
     backward pass enables it itself); a variant that cannot be computed matches nothing."""
     out = {}

@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor
 
-from autograder.checks.core import beside, call, expect_close, forbidden, replaced
+from autograder.checks.core import Tolerance, beside, call, expect_close, forbidden, replaced
 
 _DROPOUT_OPS = ("torch.nn.functional.dropout", "torch.dropout")
 
@@ -95,7 +95,7 @@ def _sites_hint(calls: list, sites: Mapping[tuple[int, ...], tuple[str, int]]) -
 
 def expect_dropout(what: str, module: Any, args: tuple, seed: int, expected: Callable[[], Tensor],
                    mistakes: Mapping[str, Callable[[], Tensor]], sites: Mapping[tuple[int, ...], tuple[str, int]],
-                   forbid: tuple[Any, Sequence[str], str], **tolerances: float) -> None:
+                   forbid: tuple[Any, Sequence[str], str], **tolerances: Unpack[Tolerance]) -> None:
     """Run the candidate ``module`` in training mode under fixed dropout (inside
     ``forbidden(*forbid)``) and compare with ``expected()``, the reference in training mode
     computed here under the same masks; name the mistake of ``mistakes`` it matches, or say

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -85,8 +86,10 @@ def wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, mistak
     return weights @ v, weights  # (..., Lq, Dv), (..., Lq, Lk)
 
 
-def wrong_multi_head_attention(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-                               mistake: str, softmax_dim: int | None = None) -> tuple[Tensor, Tensor]:
+def wrong_multi_head_attention(
+    mha: reference.MultiHeadAttention, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, mistake: str,
+    softmax_dim: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """The reference module ``mha``'s computation ``(output, weights)`` with ``mistake`` made:
     an attention mistake (a softmax over ``softmax_dim``), ``NO_OUT_PROJ`` or ``HEADS_WITHOUT_TRANSPOSE``."""
     h = mha.num_heads
@@ -155,6 +158,8 @@ DROPOUT_IN_FFN_ONLY_AT_OUTPUT = ("dropout after the second linear layer instead 
                                  "(between the ReLU and linear2)")
 DROPOUT_ON_FFN_INPUT = "dropout on the FFN's input instead of its hidden units (between the ReLU and linear2)"
 
+Layer = reference.EncoderLayer | reference.DecoderLayer  # the reference layer whose mistakes are made here
+
 
 @contextlib.contextmanager
 def _without_dropout(*modules: nn.Module) -> Iterator[None]:
@@ -191,10 +196,11 @@ def _add_norm(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[T
         return on("after_norm")(norm(on("after_residual")(total)))
     h = norm(x)
     out = on("output")(sublayer(on("input")(h)))
-    return on("after_residual")({"add": x, "none": 0, "after_norm": h}[residual] + out)
+    shortcut: dict[str, Tensor | int] = {"add": x, "none": 0, "after_norm": h}
+    return on("after_residual")(shortcut[residual] + out)
 
 
-def layer_variant(ref: nn.Module, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None,
+def layer_variant(ref: Layer, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None,
                   memory_mask: Tensor | None, *, post: bool, residual: str = "add", batch_stats: bool = False,
                   ignore_tgt_mask: bool = False, ignore_memory_mask: bool = False, cross: str = "right",
                   memory_in_last_residual: bool = False, p: float = 0.0, drop_where: str = "output",
@@ -205,25 +211,26 @@ def layer_variant(ref: nn.Module, y: Tensor, memory: Tensor | None, tgt_mask: Te
     ``F.dropout(p)`` where ``drop_where`` says (under ``dropout.fixed_dropout`` its masks are
     the candidate's)."""
     decoder = memory is not None
-    own_norms = [ref.norm1, ref.norm2, ref.norm3] if decoder else [ref.norm1, ref.norm2]
-    norms = [batch_stats_norm_of(n) if batch_stats else n for n in own_norms]
+    dec = cast(reference.DecoderLayer, ref)  # its decoder parts, read only when memory is given
+    own_norms = [ref.norm1, ref.norm2, dec.norm3] if decoder else [ref.norm1, ref.norm2]
+    norms: list[Callable[[Tensor], Tensor]] = [batch_stats_norm_of(n) if batch_stats else n for n in own_norms]
     tm = None if ignore_tgt_mask else tgt_mask
     mm = None if ignore_memory_mask else memory_mask
-    off = ([] if attention_dropout else [ref.self_attn, *([ref.cross_attn] if decoder else [])])
-    off += [] if cross_attention_dropout or not decoder else [ref.cross_attn]
+    off: list[nn.Module] = [] if attention_dropout else [ref.self_attn, *([dec.cross_attn] if decoder else [])]
+    off += [] if cross_attention_dropout or not decoder else [dec.cross_attn]
     off += [] if ffn_dropout else [ref.ff]
 
     def drop(t: Tensor) -> Tensor:
         return F.dropout(t, p) if p > 0 and ref.training else t
 
-    blocks = [lambda h: ref.self_attn(h, h, h, tm)]
+    blocks: list[Callable[[Tensor], Tensor]] = [lambda h: ref.self_attn(h, h, h, tm)]
     if decoder:
         blocks.append({
-            "right": lambda h: ref.cross_attn(h, memory, memory, mm),
-            "kv_from_decoder": lambda h: ref.cross_attn(h, h, h, mm),
-            "kv_from_decoder_tgt_mask": lambda h: ref.cross_attn(h, h, h, tm),
-            "memory_as_query": lambda h: ref.cross_attn(memory, memory, h, mm),
-            "roles_swapped": lambda h: ref.cross_attn(memory, h, h, mm),
+            "right": lambda h: dec.cross_attn(h, memory, memory, mm),
+            "kv_from_decoder": lambda h: dec.cross_attn(h, h, h, mm),
+            "kv_from_decoder_tgt_mask": lambda h: dec.cross_attn(h, h, h, tm),
+            "memory_as_query": lambda h: dec.cross_attn(memory, memory, h, mm),
+            "roles_swapped": lambda h: dec.cross_attn(memory, h, h, mm),
         }[cross])
     with _without_dropout(*off):
         for block, norm in zip(blocks, norms, strict=False):
@@ -242,11 +249,11 @@ def norm_over(x: Tensor, weight: Tensor, bias: Tensor, eps: float, dim: int) -> 
     return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(dim, keepdim=True) + eps) * weight + bias
 
 
-def batch_stats_norm_of(ln: nn.Module) -> Callable[[Tensor], Tensor]:
+def batch_stats_norm_of(ln: reference.LayerNorm) -> Callable[[Tensor], Tensor]:
     return lambda x: batch_stats_norm(x, ln.weight, ln.bias, ln.eps)
 
 
-def layer_mistakes(ref: nn.Module, args: tuple, norm_first: bool, flags: dict[str, dict]) -> dict[str, Callable]:
+def layer_mistakes(ref: Layer, args: tuple, norm_first: bool, flags: dict[str, dict]) -> dict[str, Callable]:
     """``{name: function giving the wrong output}``: the mistakes every layer can make, and
     ``flags`` (``{name: keywords of layer_variant}``) of its own. ``args``: (y, memory,
     tgt_mask, memory_mask) as ``layer_variant`` takes them."""
@@ -262,7 +269,7 @@ def layer_mistakes(ref: nn.Module, args: tuple, norm_first: bool, flags: dict[st
     return {name: (lambda kw=kw: layer_variant(ref, *args, **{"post": post, **kw})) for name, kw in own.items()}
 
 
-def dropout_mistakes(ref: nn.Module, args: tuple, norm_first: bool, p: float) -> dict[str, Callable]:
+def dropout_mistakes(ref: Layer, args: tuple, norm_first: bool, p: float) -> dict[str, Callable]:
     """Where a layer in training mode can misplace or forget its dropout."""
     flags: dict[str, dict] = {
         NO_DROPOUT: dict(drop_where="none", attention_dropout=False, ffn_dropout=False),

@@ -24,8 +24,8 @@ from autograder.data import TASK_NAMES, Task
 from autograder.reference.model import TransformerConfig
 from autograder.reference.train import AMP_MODES, AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
 
-__all__ = ["KEPT", "OPTIMIZATION_FIELDS", "SAVED", "TRAIN_RECIPE", "TrainRecipe", "add_flags", "from_args",
-           "given_flags"]
+__all__ = ["KEPT", "OPTIMIZATION_FIELDS", "SAVED", "TRAINER_DEFAULTS", "TRAIN_RECIPE", "TrainRecipe", "add_flags",
+           "from_args", "given_flags"]
 
 # With --resume these come from the checkpoint, and a flag that sets one is ignored (with a warning).
 SAVED = "saved"
@@ -106,12 +106,10 @@ class TrainRecipe:
             max_len=max(64, _round_up(max(task.max_src_len, task.max_tgt_len), TrainConfig.bucket)))
 
     def train_config(self) -> TrainConfig:
-        """The trainer's config: this recipe's schedule, precision and evaluation."""
-        return TrainConfig(
-            steps=self.steps, batch_size=self.batch_size, warmup=self.warmup, lr_factor=self.lr_factor,
-            smoothing=self.smoothing, clip_norm=self.clip_norm, seed=self.seed, amp=self.amp,
-            progress=self.progress, eval_every=self.eval_every, eval_size=self.eval_size, stop_at=self.stop_at,
-            time_limit=self.time_limit, save_every=self.save_every, compile=self.compile, cuda_graph=self.cuda_graph)
+        """The trainer's config: each of its fields is this recipe's field of the same name, except
+        those of ``TRAINER_DEFAULTS``, which keep ``TrainConfig``'s default."""
+        return TrainConfig(**{f.name: getattr(self, f.name) for f in fields(TrainConfig)
+                              if f.name not in TRAINER_DEFAULTS})
 
     def describe(self, width: int = 96) -> str:
         """The fields as ``name=value``, a few to a line: the recipe as the appendix prints it."""
@@ -125,6 +123,8 @@ def _round_up(length: int, bucket: int) -> int:
     return -(-length // bucket) * bucket
 
 
+# The fields of TrainConfig that the recipe has no field for: a run of the recipe keeps TrainConfig's default.
+TRAINER_DEFAULTS = ("eval_batch_size", "compile_plan", "bucket")
 TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from
 # What a checkpoint's train_config gives a resumed run (the rest of the recipe's SAVED fields: its task and model).
 OPTIMIZATION_FIELDS = ("batch_size", "warmup", "lr_factor", "smoothing", "clip_norm", "seed")

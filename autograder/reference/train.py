@@ -41,7 +41,8 @@ from autograder.reference.stream import TrainingBatches, pad_to_bucket
 
 __all__ = [
     "AMP_MODES", "AUTO_LOW_PRECISION_MIN_D_MODEL", "TrainConfig", "TrainingBatches", "amp_dtype", "autocast_for",
-    "evaluate", "make_optimizer", "precision_name", "step_function", "train", "train_step", "training_batches",
+    "Run", "evaluate", "make_optimizer", "precision_name", "start_run", "step_function", "train", "train_run",
+    "train_step", "training_batches",
 ]
 
 @dataclass
@@ -65,6 +66,12 @@ class TrainConfig:
     cuda_graph: bool = False      # capture the whole step as a CUDA graph (CUDA, one process, not fp16)
     bucket: int = 16              # compiled or graphed: pad lengths to a multiple of this (few static shapes)
     time_limit: float = 0.0       # stop once this run has trained this many seconds, validations included (0: never)
+
+    @property
+    def captured(self) -> bool:
+        """Whether the step is compiled or graphed: its batches are padded to buckets, and "auto" may
+        choose a low precision for it."""
+        return self.cuda_graph or self.compile is not None
 
 
 def train_step(
@@ -142,10 +149,8 @@ def step_function(model: nn.Module, config: TrainConfig, device: torch.device, o
         if distributed.world_size() > 1:
             raise ValueError("cuda_graph trains in one process: DistributedDataParallel's hooks cannot be captured")
         captured.prepare(optimizer, device)
-        return captured.GraphedStep(
-            model, optimizer, scheduler, d_model=int(cast(Any, model).config.d_model), warmup=config.warmup,
-            factor=config.lr_factor, smoothing=config.smoothing, pad_id=pad_id, clip_norm=config.clip_norm,
-            dtype=dtype, device=device)
+        return captured.GraphedStep(model, optimizer, scheduler, smoothing=config.smoothing, pad_id=pad_id,
+                                    clip_norm=config.clip_norm, dtype=dtype, device=device)
     if config.compile is None:
         net = distributed.wrap(model, device)
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
@@ -177,8 +182,10 @@ def _better(metrics: dict[str, float], best: dict[str, Any] | None) -> bool:
 
 
 @dataclass
-class _Run:
-    """What one run's steps, validations and checkpoints share."""
+class Run:
+    """One training run: what its steps, validations and checkpoints share. ``start_run`` builds it and
+    decides its precision (``dtype``, and ``config.amp`` as the checkpoint records it); ``train_run``
+    takes its steps; whoever reports on the run reads that decision here."""
 
     model: nn.Module
     task: Task
@@ -188,7 +195,7 @@ class _Run:
     scheduler: Any
     scaler: torch.amp.GradScaler | None
     data: TrainingBatches
-    precision: str  # what the steps run in: "fp32", "bf16" or "fp16"
+    dtype: torch.dtype | None  # autocast's dtype for the steps (None: float32)
     out: str | Path | None
     task_spec: dict[str, Any] | None
     step: int = 0
@@ -196,6 +203,11 @@ class _Run:
     best: dict[str, Any] | None = None
     metrics: dict[str, float] | None = None
     train_seconds: float = 0.0  # in training steps, evaluation excluded
+
+    @property
+    def precision(self) -> str:
+        """What the steps run in, as a checkpoint records it: "fp32", "bf16" or "fp16"."""
+        return precision_name(self.dtype)
 
     def save(self) -> None:
         """Write the checkpoint (rank 0; every rank takes part in gathering the generators)."""
@@ -221,36 +233,36 @@ class _Run:
         return metrics
 
 
-def _start(model: nn.Module, task: Task, config: TrainConfig, device: torch.device | str | None,
-           resume: dict[str, Any] | None, out: str | Path | None,
-           task_spec: dict[str, Any] | None) -> tuple[_Run, torch.dtype | None]:
-    """Place the model, choose the precision, build the optimizer and the batches, and restore
-    ``resume`` into them: the run ready for its first step, and the autocast dtype."""
+def start_run(model: nn.Module, task: Task, config: TrainConfig | None = None,
+              device: torch.device | str | None = None, *, resume: dict[str, Any] | None = None,
+              out: str | Path | None = None, task_spec: dict[str, Any] | None = None) -> Run:
+    """Place the model, decide the precision (the one place that does), build the optimizer and the
+    batches, and restore ``resume`` into them: the run ready for its first step. The arguments are
+    ``train``'s."""
+    config = config or TrainConfig()
     if device is None:
         device = checkpoint.saved_device(resume) if resume is not None else best_device()
     device = torch.device(device)
     model.to(device)
-    captured_step = config.cuda_graph or config.compile is not None
-    dtype = amp_dtype(device, config.amp, d_model=int(cast(Any, model).config.d_model), captured=captured_step)
+    dtype = amp_dtype(device, config.amp, d_model=int(cast(Any, model).config.d_model), captured=config.captured)
     precision = precision_name(dtype)
     config = replace(config, amp=checkpoint.AMP_OF_PRECISION[precision])  # the checkpoint records what "auto" chose
     optimizer, scheduler = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    run = _Run(model, task, config, device, optimizer, scheduler, scaler, training_batches(task, config), precision,
-               out, task_spec)
+    run = Run(model, task, config, device, optimizer, scheduler, scaler, training_batches(task, config), dtype,
+              out, task_spec)
     if resume is not None:
         checkpoint.warn_if_changed(resume, device.type, precision)
         run.step = checkpoint.restore(resume, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
                                       data=run.data, rank=distributed.rank(), world_size=distributed.world_size())
         run.history, run.best = list(resume["history"]), resume.get("best")
-    return run, dtype
+    return run
 
 
-def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
+def _loop(run: Run, take_step: Callable[[Tensor, Tensor], float],
           callback: Callable[[int, dict], None] | None) -> None:
     """Take the steps from the run's step up to ``config.steps``, validating and saving on schedule."""
     config, pad_id = run.config, run.task.tgt_vocab.pad_id
-    captured_step = config.cuda_graph or config.compile is not None
     valid = run.task.valid[: config.eval_size]
     bar = tqdm(range(run.step + 1, config.steps + 1), initial=run.step, total=config.steps,
                disable=not config.progress or not distributed.is_main(), desc=f"train {run.task.name}")
@@ -258,7 +270,7 @@ def _loop(run: _Run, take_step: Callable[[Tensor, Tensor], float],
     for step in bar:
         run.step = step
         src, tgt = next(run.data)
-        if captured_step:
+        if config.captured:
             src, tgt = pad_to_bucket(src, tgt, config.batch_size, config.bucket, pad_id)
         src, tgt = (distributed.shard(x).to(run.device, non_blocking=True) for x in (src, tgt))
         start = time.perf_counter()
@@ -311,10 +323,15 @@ def train(
     Launched by ``torchrun``, each process trains on its share of every batch through
     DistributedDataParallel; only rank 0 shows the bar and writes the checkpoint.
     """
-    run, dtype = _start(model, task, config or TrainConfig(), device, resume, out, task_spec)
-    take_step = step_function(model, run.config, run.device, run.optimizer, run.scheduler, run.scaler, dtype,
-                         task.tgt_vocab.pad_id)
+    return train_run(start_run(model, task, config, device, resume=resume, out=out, task_spec=task_spec), callback)
+
+
+def train_run(run: Run, callback: Callable[[int, dict], None] | None = None) -> list[float]:
+    """Take the steps of ``run`` (from ``start_run``) as ``train`` does, write its checkpoint at the end
+    when it has ``out``, and return the loss of every step of the run."""
+    take_step = step_function(run.model, run.config, run.device, run.optimizer, run.scheduler, run.scaler,
+                              run.dtype, run.task.tgt_vocab.pad_id)
     _loop(run, take_step, callback)
-    if out is not None:
+    if run.out is not None:
         run.save()
     return run.history
