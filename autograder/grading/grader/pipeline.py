@@ -18,16 +18,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import queue
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from tqdm import tqdm
 
 from autograder.grading.course import labs as course_labs
 from autograder.grading.course import tool_env
@@ -41,8 +36,8 @@ from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.output.grades_csv import write_csv
 from autograder.grading.grader.report.step import report
-from autograder.grading.grader.run import bwrap, kernelspec, nbconfig, preflight
-from autograder.grading.grader.run.worker import WorkerProcess
+from autograder.grading.grader.run import bwrap, kernelspec, nbconfig
+from autograder.grading.grader.run.pool import run_jobs
 from autograder.grading.layout import CourseLayout
 from autograder.grading.protocol import boot
 from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
@@ -185,57 +180,6 @@ def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path)
     return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
 
 
-def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
-         scratch: Path) -> None:
-    """Grade the known-good notebook (preflight: PreflightFailed if it does not get full marks),
-    then run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
-    and record every result in its outcome as it comes (in the jobs' order)."""
-    workers: queue.Queue[WorkerProcess] = queue.Queue()
-    for _ in range(max(1, min(options.jobs, len(jobs)))):
-        workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), options.package))
-    every_worker = list(workers.queue)
-    try:
-        for worker in every_worker[1:]:  # they start (import nbgrader) while the first checks the grader
-            worker.start()
-        if jobs:
-            preflight.check(every_worker[0], _preflight_job(root, jobs, options, scratch), options.job_timeout)
-        _grade_jobs(root, jobs, outcomes, options, workers)
-    except BaseException:  # a stop (SIGTERM, Ctrl+C) or a failure: no worker or kernel outlives grading
-        for worker in every_worker:
-            worker.stop()
-        raise
-    finally:  # each takes about a second to end: all are told before any is waited for
-        for worker in every_worker:
-            worker.hang_up()
-        for worker in every_worker:
-            worker.close()
-
-
-def _grade_jobs(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
-                workers: queue.Queue[WorkerProcess]) -> None:
-    """Run the jobs on the workers, each job under its wall-clock limit, and record every
-    result in its outcome as it comes (in the jobs' order)."""
-    def run_job(job: Job) -> Result:
-        worker = workers.get()
-        try:
-            return worker.run(job, options.job_timeout)
-        finally:
-            workers.put(worker)
-
-    CourseLayout(root).grading_logs.mkdir(exist_ok=True)
-    pool = ThreadPoolExecutor(max(1, options.jobs))
-    try:
-        with tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
-                  disable=not options.progress or not jobs) as bar:
-            futures = [(job, pool.submit(run_job, job)) for job in jobs]
-            for job, future in futures:
-                result = future.result()
-                bar.update(1)
-                _record_result(root, outcomes[(job.student, job.lab)], result)
-    finally:  # on a stop, the jobs not yet started never start (the caller kills those in hand)
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
 @dataclass
 class Grading:
     """What the steps of one grading share: where, with which options, and what each step left."""
@@ -274,7 +218,12 @@ def make_jobs(g: Grading) -> None:
 
 
 def grade_each(g: Grading) -> None:
-    _run(g.root, g.jobs, g.outcomes, g.options, g.scratch)
+    """The preflight, then every job on the worker processes, each result recorded in its outcome."""
+    CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
+    first = _preflight_job(g.root, g.jobs, g.options, g.scratch) if g.jobs else None
+    run_jobs(g.jobs, first, lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
+             processes=g.options.jobs, job_timeout=g.options.job_timeout, scratch=g.scratch,
+             package=g.options.package, progress=g.options.progress)
 
 
 def score(g: Grading) -> None:

@@ -30,6 +30,7 @@ import torch
 from autograder.grading.protocol import wire
 from autograder.grading.protocol.bounds import MAX_PARAMS, bounded
 from autograder.grading.protocol.errors import cell_frames, exception_for, frames_in
+from autograder.grading.protocol.tensors_back import copy_back, differentiable
 
 # the methods of an nn.Module that change it: a module the grader exports is the grader's own
 MODULE_CHANGES = frozenset({
@@ -37,19 +38,6 @@ MODULE_CHANGES = frozenset({
     "half", "bfloat16", "requires_grad_", "zero_grad", "register_buffer", "register_parameter", "add_module",
     "register_module", "set_extra_state", "share_memory", "set_submodule"})
 
-
-class _Bridge(torch.autograd.Function):
-    """A scalar computed on the other side, made differentiable here with the gradients that
-    side computed: ``value.backward()`` fills the ``.grad`` of the tensors that were sent."""
-
-    @staticmethod
-    def forward(ctx: Any, value: torch.Tensor, grads: list, *leaves: torch.Tensor) -> torch.Tensor:
-        ctx.grads = grads
-        return value.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple:
-        return (None, None, *[None if g is None else grad_output * g for g in ctx.grads])
 
 
 class Connection:
@@ -224,8 +212,8 @@ class Connection:
         if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == tensors["rng"].shape:
             torch.set_rng_state(rng)
         value = self._reply_value(reply, blobs)
-        _copy_back(reply.get("changed"), blobs, {k: t for k, t in sources.items() if id(t) in self.writable})
-        return _differentiable(value, reply.get("grads"), blobs, leaves)
+        copy_back(reply.get("changed"), blobs, {k: t for k, t in sources.items() if id(t) in self.writable})
+        return differentiable(value, reply.get("grads"), blobs, leaves)
 
     @contextlib.contextmanager
     def writing_back(self, tensors: tuple[torch.Tensor, ...]) -> Iterator[None]:
@@ -247,27 +235,6 @@ class Connection:
         finally:
             self.forbid.pop()
 
-
-def _copy_back(changed: Any, blobs: dict, sources: dict[str, torch.Tensor]) -> None:
-    """Tensors the other side changed in place are changed here too, of those in ``sources``."""
-    for key in changed if isinstance(changed, list) else []:
-        new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
-        if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
-            with torch.no_grad():
-                old.copy_(new.to(old.dtype))
-
-
-def _differentiable(value: Any, grads: Any, blobs: dict, leaves: list[torch.Tensor]) -> Any:
-    """A floating scalar sent back with one gradient per tensor sent that needed one becomes
-    differentiable here (``_Bridge``); any other value is returned as it is."""
-    if not (isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves)
-            and value.dim() == 0 and value.is_floating_point()):
-        return value
-    decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
-    if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
-           for g, leaf in zip(decoded, leaves, strict=True)):
-        return _Bridge.apply(value, decoded, *leaves)
-    return value
 
 
 class RemoteObject:

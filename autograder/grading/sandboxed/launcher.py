@@ -102,9 +102,18 @@ def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: in
     # --dir first: bwrap would make the folders above a mount point 0700, closed to the sandbox's uid
     for path in _read_only_paths():
         args += ["--dir", os.path.dirname(path), "--ro-bind", path, path]
-    args += ["--dir", os.path.dirname(scratch),
-             "--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", scratch]
-    for path in rw:  # a bounded tmpfs, with a copy of the host folder's files (bwrap reads each from a descriptor)
+    args += _writable(scratch, rw, limits)
+    # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
+    return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
+
+
+def _writable(scratch: str, rw: list[str], limits: Limits) -> list[str]:
+    """bwrap's arguments for the folders the sandbox may write: the scratch folder, and each rw
+    folder as a bounded tmpfs with a copy of the host folder's files (bwrap reads each from a
+    descriptor), their sizes from ``limits.scratch_mb``."""
+    args = ["--dir", os.path.dirname(scratch),
+            "--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", scratch]
+    for path in rw:
         args += ["--dir", os.path.dirname(path), "--perms", "1777",
                  "--size", str(max(1, limits.scratch_mb // len(rw)) * 2**20), "--tmpfs", path]
         for name in sorted(os.listdir(path)):
@@ -112,8 +121,7 @@ def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: in
                 fd = os.open(os.path.join(path, name), os.O_RDONLY)
                 os.set_inheritable(fd, True)
                 args += ["--file", str(fd), os.path.join(path, name)]
-    # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
-    return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
+    return args
 
 
 def _environment(scratch: str, extra: list[str]) -> dict[str, str]:
