@@ -47,8 +47,10 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
         __tracebackhide__ = True
         try:
             fn(*args, **kwargs)
-        except NotImplementedError:
-            raise  # an untouched stub: let nbgrader show NotImplementedError as it is
+        except NotImplementedError as err:
+            if str(err).strip():  # a message of its own: not the released stub's bare `raise NotImplementedError()`
+                raise
+            raise NotImplementedError(not_answered(fn.__name__)) from None
         except CheckFailed as err:
             named = err.mistake_id
             if isinstance(err, ForbiddenCall) and named == "unnamed":  # a sentinel's refusal names the exercise
@@ -59,6 +61,14 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
         print(f"{fn.__name__} passed.")
 
     return wrapper
+
+
+def not_answered(check_name: str) -> str:
+    """What a blank exercise's check says: the exercise is not answered yet, and how to answer it
+    (the type stays ``NotImplementedError``: a blank answer, not a wrong one)."""
+    exercise = check_name.removeprefix("check_")
+    return (f"{exercise} is not answered yet: replace `raise NotImplementedError()` with your code, "
+            "then run this cell again.")
 
 
 def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> None:
