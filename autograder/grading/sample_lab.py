@@ -17,7 +17,7 @@ from autograder.authoring import code, lab, md, save, solution, tests
 NAME = "00-warmup"
 
 INTRO = """
-# Lab 0: warm-up (5 points)
+# Lab 0: Warm-up (5 points)
 
 This lab shows how every lab of the course works, on two functions you may already know.
 
