@@ -27,9 +27,9 @@ venv: $(STAMP)  ## create .venv and install everything (done by the other target
 
 book: $(STAMP)  ## build the static site into _build/html (warnings are errors), with the course package's wheel
 	$(BIN)/jupyter-book build . -W -n --keep-going
-	rm -rf _build/setuptools _build/html/wheels
-	printf '[build]\nbuild_base = _build/setuptools\n' > _build/setuptools.cfg  # the wheel is built under _build/, not build/
-	DIST_EXTRA_CONFIG=$(CURDIR)/_build/setuptools.cfg $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir _build/html/wheels .
+	@rm -rf _build/setuptools _build/html/wheels
+	@printf '[build]\nbuild_base = _build/setuptools\n' > _build/setuptools.cfg  # the wheel is built under _build/, not build/
+	@DIST_EXTRA_CONFIG=$(CURDIR)/_build/setuptools.cfg $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir _build/html/wheels .
 
 serve:  ## serve _build/html on http://localhost:8000 for a look before publishing
 	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory _build/html

@@ -29,7 +29,7 @@ def test_pyproject_uses_no_deprecated_setting():
 def _book_wheel_lines() -> list[str]:
     """The lines of `make book`'s recipe that build the wheel (after the site is built)."""
     recipe = re.search(r"^book:.*\n((?:\t.+\n)+)", (REPO / "Makefile").read_text(), re.M).group(1)
-    lines = [line.strip().split("  #")[0] for line in recipe.splitlines()]
+    lines = [line.strip().removeprefix("@").split("  #")[0] for line in recipe.splitlines()]
     return [line for line in lines if not line.startswith("$(BIN)/jupyter-book")]
 
 
