@@ -20,6 +20,7 @@ A lab is written as a list of cells and saved to ``solutions/NN-slug/NN-slug.ipy
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
@@ -35,8 +36,10 @@ METADATA_KEY = "transformer_course"   # notebook metadata: {"version": ..., "sit
 # Every lab's first cell. It checks for the course package itself (an `autograder` from PyPI is
 # another project's), installs the version the lab was released with (the wheel published with
 # the site, then the repository's tag) and says in one line when another version is installed.
-INSTALL = '''# Colab, Binder or any fresh environment: install the course package this lab was released with
-# (distribution `transformer-course`, import name `autograder`). The installed torch stays.
+# Its code is hidden where the lab is read (HIDDEN): a student sees one line, and runs it.
+INSTALL = '''#@title Run this cell first: it installs the course package (Colab, Binder, a fresh environment)
+# The course package this lab was released with (distribution `transformer-course`, import name
+# `autograder`). The installed torch stays.
 COURSE_VERSION, COURSE_SITE = "{version}", "{site}"
 import importlib, importlib.metadata, importlib.util, subprocess, sys
 try:
@@ -56,6 +59,11 @@ except Exception:
         sys.path.insert(0, location)
 import autograder
 autograder.require(COURSE_VERSION, COURSE_SITE)'''  # noqa: E501 - the cell's code, as students see it
+
+
+# The install cell's source is hidden, its title shown: JupyterLab (jupyter.source_hidden), Jupyter Book
+# (the hide-input tag: a "show code" toggle) and Colab (a form cell shows its #@title line only).
+HIDDEN = {"jupyter": {"source_hidden": True}, "tags": ["hide-input"], "cellView": "form"}
 
 
 def course_site(root: str | Path = ROOT) -> str:
@@ -85,6 +93,7 @@ def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | Non
     if nbcells.grade_id(first) != "install":
         raise ValueError("the first cell of a lab must be its install cell (grade_id 'install')")
     first.source = install_source(version, site)
+    first.metadata.update(copy.deepcopy(HIDDEN))
     return nb
 
 

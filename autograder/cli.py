@@ -6,6 +6,7 @@ is done in autograder.grading).
     lab [DIR]              copy the labs into DIR (default workspace) and open a student's JupyterLab there
     grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
     report [LAB ...]       the class report of each lab, from the recorded verdicts (reports/LAB/index.html)
+    demo [DIR]             a small example class (four students of the warm-up) in DIR, graded (make demo)
     train                  train the chapter 8 model; checkpoints resume exactly; torchrun for data parallel
 """
 
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
     report.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)")
+    _demo_parser(sub)
     _train_parser(sub)
     return parser
 
@@ -121,6 +123,33 @@ def _report(root: Path, args: argparse.Namespace) -> int:
         for note in notes:
             print(f"  {note}", file=sys.stderr)
     return 2 if missing else 0
+
+
+def _demo_parser(sub) -> None:
+    demo = sub.add_parser("demo", help="build a small example class (full, partial, blank and wrong answers) "
+                                       "in DIR and grade it as `grade` does")
+    demo.add_argument("dir", type=Path, nargs="?", default=None, metavar="DIR",
+                      help="the demo's folder, removed and written again on each run (default: ROOT/demo)")
+    demo.add_argument("--lab", default="00-warmup", help="the lab the class hands in (default: 00-warmup)")
+
+
+def _demo(root: Path, args: argparse.Namespace) -> int:
+    """Build the example class (autograder.grading.demo) and grade it as `grade` does."""
+    from autograder.grading import course, demo
+
+    if args.lab not in course.labs(root):
+        raise course.UnknownLab(f"no such lab in solutions/: {args.lab} (labs: {', '.join(course.labs(root))})")
+    folder = (args.dir or root / "demo").resolve()
+    try:
+        source = demo.build(root, folder, args.lab)
+    except demo.DemoFolderInUse as err:
+        print(err, file=sys.stderr)
+        return 2
+    print(f"demo class of {args.lab} written to {source}: students {', '.join(demo.STUDENTS)}", flush=True)
+    status = main(["--course", str(folder), "grade", str(source), "--no-progress"])
+    if status == 0:
+        print(f"\n{demo.results(folder, args.lab)}")
+    return status
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -185,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(root, args)
         if args.command == "report":
             return _report(root, args)
+        if args.command == "demo":
+            return _demo(root, args)
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2

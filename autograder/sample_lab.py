@@ -18,7 +18,7 @@ from autograder.grading.layout import CourseLayout
 NAME = "00-warmup"
 
 INTRO = """
-# Lab 0: warm-up (5 points)
+# Lab 0: Warm-up (5 points)
 
 This lab shows how every lab of the course works, on two functions you may already know.
 

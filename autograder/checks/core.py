@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn, TypedDict, cast
 
@@ -33,6 +35,9 @@ from autograder.checks.candidates import is_remote
 from autograder.checks.failures import CheckFailed, ForbiddenCall
 from autograder.checks.mistakes import forbidden_id, id_in_message, mistake_id
 from autograder.checks.sentinels import forbidden, replaced
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/: the checks' own frames
+_METHODS = frozenset({"forward", "__call__", "__init__", "step", "encode", "decode"})  # a class's: name the check's
 
 __all__ = ["CheckFailed", "ForbiddenCall", "Tolerance", "beside", "call", "check", "describe", "dtype_name",
            "expect_close", "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden",
@@ -47,8 +52,10 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
         __tracebackhide__ = True
         try:
             fn(*args, **kwargs)
-        except NotImplementedError:
-            raise  # an untouched stub: let nbgrader show NotImplementedError as it is
+        except NotImplementedError as err:
+            if str(err).strip():  # a message of its own: not the released stub's bare `raise NotImplementedError()`
+                raise
+            raise NotImplementedError(not_answered(fn.__name__, err)) from None
         except CheckFailed as err:
             named = err.mistake_id
             if isinstance(err, ForbiddenCall) and named == "unnamed":  # a sentinel's refusal names the exercise
@@ -59,6 +66,31 @@ def check(fn: Callable[..., None]) -> Callable[..., None]:
         print(f"{fn.__name__} passed.")
 
     return wrapper
+
+
+def not_answered(check_name: str, err: BaseException | None = None) -> str:
+    """What a blank exercise's check says: the exercise is not answered yet, and how to answer it
+    (the type stays ``NotImplementedError``: a blank answer, not a wrong one). The exercise is the
+    function whose stub raised (a blank ``softmax`` under an answered ``self_attention``), found in
+    ``err``'s frames (the submission's cells' frames when it was raised across the boundary), else
+    the one the check is named after."""
+    return (f"{_stub_name(err) or check_name.removeprefix('check_')} is not answered yet: replace "
+            "`raise NotImplementedError()` with your code, then run this cell again.")
+
+
+def _stub_name(err: BaseException | None) -> str | None:
+    """The name of the function that raised ``err`` (innermost frame), when it is a student's
+    exercise's name: not a method such as ``forward``, not private, not this package's code."""
+    if err is None:
+        return None
+    remote = getattr(err, "remote_frames", None)
+    if remote is not None:
+        name = remote[-1][2] if remote else ""
+    else:
+        frames = traceback.extract_tb(err.__traceback__)
+        inner = frames[-1] if frames else None
+        name = "" if inner is None or inner.filename.startswith(_PACKAGE) else inner.name
+    return name if name.isidentifier() and not name.startswith("_") and name not in _METHODS else None
 
 
 def fail(what: str, expected: str, found: str, mistake: str | None = None, hint: str | None = None) -> NoReturn:

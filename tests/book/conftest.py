@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ._book import BUILD_ARGS, HTML, ROOT, jupyter_book
+from ._book import BUILD_ARGS, BUILD_LOG, HTML, ROOT, jupyter_book
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +27,7 @@ def built_site() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         result = subprocess.run([jupyter_book(), *BUILD_ARGS], cwd=ROOT, env=env,
                                 capture_output=True, text=True)
+    BUILD_LOG.write_text(result.stdout + result.stderr)  # what test_build_log.py reads
     if result.returncode != 0:
         log = result.stdout + result.stderr
         problems = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]

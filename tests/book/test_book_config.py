@@ -27,11 +27,11 @@ def toc() -> dict:
 
 
 def test_toc_order():
-    """Does the toc read intro, notation, the three chapter parts (each lecture then its lab), the
-    appendix, then Guides?"""
+    """Does the toc read intro, notation, the warm-up lab, the three chapter parts (each lecture then
+    its lab), the appendix, then Guides?"""
     parts = toc()["parts"]
     assert toc()["root"] == "book/intro"
-    assert [c["file"] for c in parts[0]["chapters"]] == ["book/notation"]
+    assert [c["file"] for c in parts[0]["chapters"]] == ["book/notation", "notebooks/00-warmup/00-warmup"]
     assert [p.get("caption") for p in parts[1:]] == [*PARTS, "Appendix", "Guides"]
     for part in parts[1:4]:
         expected = [f for slug in PARTS[part["caption"]] for f in (f"book/{slug}", f"notebooks/{slug}/{slug}")]
