@@ -19,7 +19,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from autograder.grading.layout import CourseLayout
 from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
 
 
@@ -29,15 +31,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="the course root (default: the nearest folder up from here with nbgrader_config.py)")
     sub = parser.add_subparsers(dest="command", required=True, help="what to do (each has its own --help)")
 
-    release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
-    release.add_argument("labs", nargs="*", metavar="LAB",
-                         help="labs to release, such as 02-self-attention (default: all)")
-
-    workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
-    workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
-    workspace.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
-                           help="copy or refresh only this lab, such as 02-self-attention (repeatable)")
-
+    _copy_parsers(sub)
     # --- lab: a student's JupyterLab (make lab) ---
     lab = sub.add_parser("lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there "
                                      "with a student's tools only")
@@ -52,6 +46,26 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
     # --- end of lab ---
 
+    _grade_parser(sub)
+    _report_parser(sub)
+    _demo_parser(sub)
+    _train_parser(sub)
+    return parser
+
+
+def _copy_parsers(sub: Any) -> None:
+    """``release`` and ``workspace``: the labs made and copied."""
+    release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
+    release.add_argument("labs", nargs="*", metavar="LAB",
+                         help="labs to release, such as 02-self-attention (default: all)")
+
+    workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
+    workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
+    workspace.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
+                           help="copy or refresh only this lab, such as 02-self-attention (repeatable)")
+
+
+def _grade_parser(sub: Any) -> None:
     grade = sub.add_parser("grade", help="autograde submissions, generate feedback, write grades.csv, print a summary")
     grade.add_argument("submissions", type=Path, nargs="?", default=Path("submitted"),
                        help="a folder STUDENT/LAB/LAB.ipynb (or STUDENT/LAB.ipynb), or an LMS zip download "
@@ -74,14 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without the bubblewrap sandbox (only for a class whose code you trust; "
                             "every summary line then says so)")
+
+
+def _report_parser(sub: Any) -> None:
     report = sub.add_parser("report", help="the class report of each lab from the recorded verdicts: an HTML page "
                                            "and CSV files, and a copy without student ids (class/)")
     report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
     report.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)")
-    _demo_parser(sub)
-    _train_parser(sub)
-    return parser
 
 
 @contextlib.contextmanager
@@ -146,10 +160,7 @@ def _demo(root: Path, args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 2
     print(f"demo class of {args.lab} written to {source}: students {', '.join(demo.STUDENTS)}", flush=True)
-    status = main(["--course", str(folder), "grade", str(source), "--no-progress"])
-    if status == 0:
-        print(f"\n{demo.results(folder, args.lab)}")
-    return status
+    return main(["--course", str(folder), "grade", str(source), "--no-progress"])  # ends with where the results are
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -219,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
+    return _grade(root, args)
+
+
+def _grade(root: Path, args: argparse.Namespace) -> int:
+    """``grade``: the class graded, its summary, then where the results are (make grade)."""
     from autograder.grading.grader import pipeline
     from autograder.grading.grader.run import bwrap, nbconfig, preflight
     from autograder.grading.protocol import boot
@@ -244,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     print(pipeline.summary(outcomes))
     if warning := boot.mismatch(root):
         print(f"Note on the grader: {warning}")
-    print(f"grades written to {options.csv_path or root / 'grades.csv'}")
+    print(pipeline.results(outcomes, CourseLayout(root.resolve()), options.csv_path))
     grader_errors = [o for o in outcomes if any(note.startswith("GRADER ERROR") for note in o.notes)]
     if grader_errors:
         print(f"{len(grader_errors)} submission(s) were not graded for the grader's fault (GRADER ERROR above): "

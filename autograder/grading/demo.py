@@ -90,17 +90,3 @@ def build(root: Path, folder: Path, lab: str = LAB) -> Path:
         path.parent.mkdir(parents=True)
         nbformat.write(nb, str(path))
     return folder / "submitted"
-
-
-def outputs(folder: Path, lab: str = LAB) -> dict[str, Path]:
-    """What the grading of the demo writes that an instructor reads first."""
-    folder = Path(folder).resolve()
-    return {"grades": folder / "grades.csv", "feedback": folder / "feedback",
-            "report": folder / "reports" / lab / "index.html"}
-
-
-def results(folder: Path, lab: str = LAB) -> str:
-    """The lines that end the demo: where its grades, feedback and class report are."""
-    found = outputs(folder, lab)
-    return "\n".join(["The demo's results:", *(f"  {label + ':':14}{found[key]}" for label, key in
-                      [("grades", "grades"), ("feedback", "feedback"), ("class report", "report")])])

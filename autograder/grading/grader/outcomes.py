@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.grading.grader.safe_text import printable
+from autograder.grading.layout import CourseLayout
+
+LEGEND = ("Status: ok = graded, nothing to read; check = graded, read its lines under \"Needs an instructor's eyes\"; "
+          "FAILED = not graded, scored 0 (its line says why); not graded = a file handed in that is no lab's notebook.")
 
 
 @dataclass
@@ -64,3 +69,13 @@ def summary(outcomes: list[Outcome]) -> str:
     lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
     lines += attention
     return "\n".join(lines)
+
+
+def results(outcomes: list[Outcome], layout: CourseLayout, csv_path: Path | None = None) -> str:
+    """The lines that end a grading: the status column's legend, then where grades.csv, the
+    feedback pages and the class report of each lab graded are (one path to a line, last)."""
+    labs = sorted({o.lab for o in outcomes if o.student and not o.file})
+    reports = [(lab, layout.reports / lab / "index.html") for lab in labs]
+    return "\n".join([LEGEND, "", "Results:", f"  grades: {csv_path or layout.grades_csv}",
+                      f"  feedback (STUDENT/LAB/LAB.html, one page each): {layout.feedback}",
+                      *(f"  class report of {lab}: {path}" for lab, path in reports if path.is_file())])

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ from autograder.grading.grader.intake.collect import collect, recorded_late, rec
 from autograder.grading.grader.intake.ids import nfc, safe_id
 from autograder.grading.grader.intake.screening import after_grading, inspect_submission
 from autograder.grading.grader.intake.staging import stage
-from autograder.grading.grader.intake.untrusted import readable_by_others
+from autograder.grading.grader.intake.untrusted import other_people, readable_by_others
 from autograder.grading.grader.job import Job, Result
-from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
+from autograder.grading.grader.outcomes import Outcome, Outcomes, results, summary
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.output.grades_csv import write_csv
 from autograder.grading.grader.report.step import report
@@ -42,7 +43,7 @@ from autograder.grading.layout import CourseLayout
 from autograder.grading.protocol import boot
 from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
 
-__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "summary"]
+__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "results", "summary"]
 
 
 @dataclass
@@ -89,8 +90,11 @@ def _scripts_on_path() -> Iterator[None]:
 
 
 def _readable_by_others(layout: CourseLayout, db_url: str) -> list[str]:
-    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read."""
+    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read,
+    where this machine has other people's accounts (a hub, a shared server; not a laptop)."""
     gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
+    if not other_people():
+        return []
     return [f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
             "(see the instructor guide's hub section)"
             for shown, path in (("solutions/", layout.solutions), ("the gradebook", gradebook))
@@ -123,7 +127,7 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
     for student, lab in g.pairs:
         outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox,
                                                      original_id=g.originals.get(student, ""))
-        found = inspect_submission(layout.submission(student, lab), lab, layout.release(lab))
+        found = inspect_submission(layout.submission(student, lab), lab, layout.release(lab), layout.source(lab))
         outcome.notes += found.notes
         if found.problem:
             outcome.graded = False
@@ -221,6 +225,9 @@ def grade_each(g: Grading) -> None:
     """The preflight, then every job on the worker processes, each result recorded in its outcome."""
     CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
     first = _preflight_job(g.root, g.jobs, g.options, g.scratch) if g.jobs else None
+    if first is not None:
+        print(f"Checking the grader before the first student: the solution of {first.lab} must get full marks "
+              "in the sandbox (about 20 seconds)...", file=sys.stderr, flush=True)
     run_jobs(g.jobs, first, lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
              processes=g.options.jobs, job_timeout=g.options.job_timeout, scratch=g.scratch,
              package=g.options.package, progress=g.options.progress)

@@ -62,9 +62,10 @@ def _graded_cells(nb) -> dict[str, str]:
     return {nbcells.own_grade_id(c): c.source for c in nb.cells if nbcells.is_graded(c) and c.cell_type == "code"}
 
 
-def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspection:
+def inspect_submission(folder: Path, lab: str, release: Path | None, source: Path | None = None) -> Inspection:
     """Find the notebook of ``lab`` in a student's ``folder`` (a renamed one is copied back
-    to ``LAB.ipynb``) and compare its test cells with the released notebook ``release``."""
+    to ``LAB.ipynb``) and compare its test cells with the released notebook ``release`` (and,
+    where they differ, with the lab's ``source``: the instructor's own notebook handed in)."""
     expected = folder / f"{lab}.ipynb"
     notes: list[str] = []
     if os.path.lexists(expected) and (why := why_not_plain(os.lstat(expected))):
@@ -94,19 +95,28 @@ def inspect_submission(folder: Path, lab: str, release: Path | None) -> Inspecti
     if problem := _oversized(nb, release_ids):
         return Inspection(None, problem, notes)
     if released is not None:
-        wanted = _graded_cells(released)
-        present = _graded_cells(nb)
-        for grade_id, source in wanted.items():
-            if grade_id not in present:
-                notes.append(f"test cell {grade_id} was deleted: added back and scored")
-            elif present[grade_id].strip() != source.strip():
-                notes.append(f"test cell {grade_id} was edited: restored from the source and scored")
+        notes += _test_cell_notes(_graded_cells(released), _graded_cells(nb), lab, source)
     for cell in nb.cells:
         if cell.cell_type == "code" and not nbcells.is_graded(cell) and patches_checks(cell.source):
             cell_id = nbcells.grade_id(cell)
             name = f"cell {cell_id}" if cell_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
     return Inspection(expected, None, notes, data)
+
+
+def _test_cell_notes(wanted: dict[str, str], present: dict[str, str], lab: str, source: Path | None) -> list[str]:
+    """A note for each released test cell deleted or edited; one note for them all where the
+    notebook's test cells are the source's, hidden tests included (solutions/ handed in)."""
+    edited = [g for g, code in wanted.items() if g in present and present[g].strip() != code.strip()]
+    if edited and source is not None and source.is_file():
+        own = _graded_cells(nbformat.read(str(source), as_version=4))
+        if all(present[g].strip() == own.get(g, "").strip() for g in edited):
+            return [f"this is the instructor's notebook of {lab} (solutions/), hidden tests included, not a "
+                    "student's: graded with the released tests (to try grading, `make demo` builds a class; "
+                    "from a student, the solutions have leaked)"]
+    return [f"test cell {g} was deleted: added back and scored" if g not in present else
+            f"test cell {g} was edited: restored from the source and scored" for g in wanted if g not in present
+            or g in edited]
 
 
 def after_grading(autograded: Path) -> list[str]:

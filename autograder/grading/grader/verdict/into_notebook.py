@@ -7,6 +7,8 @@ So once the independent check has run, ``annotate`` replaces every test cell's o
 the autograded notebook (which the feedback and Formgrader render) by:
 
 - passed: one line saying so;
+- blank (every answer cell as released, ``blank``'s rule): one line saying that the exercise is
+  not answered yet, the word the class report uses;
 - failed: an error output with the exception's type and message as the check's own process
   raised them, and the submission's own frames (``Cell In[N], line L, in f`` with that line
   of the student's cell) as its sandboxed child raised them (``errors.cell_frames``); where the
@@ -34,11 +36,14 @@ from nbformat import NotebookNode
 
 from autograder import notebook_cells as nbcells
 from autograder.grading.grader.lab_cells import hidden_lines
+from autograder.grading.grader.verdict import blank
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 LABEL = re.compile(r"^\s*(checked|expected|found|likely mistake|hint)\s*:", re.IGNORECASE)
 PASSED = "Passed: the grader ran this test again, outside your notebook, and it passed."
 FAILED = "Failed: the grader ran this test again, outside your notebook (scored 0)."
+BLANK = ("Blank: this exercise is not answered yet (scored 0). Replace `raise NotImplementedError()` in its "
+         "cell with your code, then run the cell and this test.")
 CARRIED = ("Error carried forward: your answer fails this test as you wrote it, but it is right when given "
            "a correct {names}: it keeps its points, and the mistake costs you once, where you made it.")
 FORGED = ("IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it "
@@ -104,9 +109,12 @@ def _frame(cells: list[NotebookNode], number: int, line: int, function: str) -> 
 
 
 def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
-            failed_in_notebook: bool) -> list[NotebookNode]:
+            failed_in_notebook: bool, left_blank: bool = False) -> list[NotebookNode]:
     """The outputs test cell ``grade_id`` (its code in the source notebook: ``source``) shows
-    for ``verdict``; ``cells`` are the submission's code cells as the check's child numbered them."""
+    for ``verdict``; ``cells`` are the submission's code cells as the check's child numbered them;
+    ``left_blank``: the exercise's answer cells are as released."""
+    if left_blank and not verdict.passed:
+        return [nbformat.v4.new_output("stream", name="stderr", text=BLANK + "\n")]
     if verdict.passed:
         text = NOTEBOOK_FAILED if failed_in_notebook else PASSED
         return [nbformat.v4.new_output("stream", name="stderr" if failed_in_notebook else "stdout", text=text + "\n")]
@@ -142,12 +150,15 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
     """Replace the outputs of every test cell of ``notebook`` (autograded) that has a verdict."""
     nb = nbformat.read(str(notebook), as_version=4)
     cells = answer_cells(nb)
+    blanks = {grade_id for grade_id, answers in blank.exercises(nb) if grade_id in verdicts
+              and blank.status(verdicts[grade_id], answers) == "blank"}
     for cell in nb.cells:
         grade_id = nbcells.grade_id(cell)
         if not nbcells.is_test(cell) or grade_id not in verdicts:
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors))
+        cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors),
+                               grade_id in blanks)
         cell.outputs += [nbformat.v4.new_output("error", ename=e.ename, evalue=KERNEL_TROUBLE[e.ename], traceback=[])
                          for e in errors[:1] if e.get("ename") in KERNEL_TROUBLE]
     _replace(notebook, nbformat.writes(nb))

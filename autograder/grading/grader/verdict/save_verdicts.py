@@ -1,10 +1,7 @@
 """The grading step that records the verdicts as data: ``autograded/STUDENT/LAB/verdicts.json``.
 
 It runs in the worker after the independent check has settled the gradebook, so its points
-are the ones grades.csv gets. An exercise is the graded test cell and the answer (solution)
-cells before it, back to the previous graded test cell; it is ``blank`` when every one of
-those answer cells is as released, by nbgrader's own checksum (``nbgrader.utils.compute_checksum``
-against the checksum nbgrader's autograde put back in the cell's metadata from the gradebook).
+are the ones grades.csv gets. Each exercise is passed, failed or blank by ``blank``'s rule.
 Writing the file never costs a grade: an error is a note on the summary line.
 """
 
@@ -15,10 +12,10 @@ from typing import Any, Protocol
 
 import nbformat
 from nbformat import NotebookNode
-from nbgrader.utils import compute_checksum
 
 from autograder import notebook_cells
 from autograder.grading.grader.lab_cells import test_cells
+from autograder.grading.grader.verdict import blank
 from autograder.grading.grader.verdict import into_notebook as verdicts_of
 from autograder.grading.grader.verdicts_json import FILENAME, ExerciseVerdict, LabVerdicts, write_verdicts
 
@@ -61,32 +58,6 @@ class Graded(Protocol):
     def autograded(self) -> Path: ...
 
 
-def is_unchanged(cell: NotebookNode) -> bool:
-    """Is this answer cell as released? Its checksum (nbgrader's) equals the recorded one."""
-    recorded = notebook_cells.recorded_checksum(cell)
-    try:
-        return isinstance(recorded, str) and compute_checksum(cell) == recorded
-    except (KeyError, TypeError, ValueError, AttributeError):  # metadata the student broke: not blank
-        return False
-
-
-def exercises(nb: NotebookNode) -> list[tuple[str, list[NotebookNode]]]:
-    """(test cell's grade id, its answer cells) in notebook order."""
-    out, pending = [], []
-    for cell in nb.cells:
-        if notebook_cells.is_plain_answer(cell):
-            pending.append(cell)
-        elif notebook_cells.is_graded_code(cell):
-            out.append((notebook_cells.name_of(cell), pending))
-            pending = []
-    return out
-
-
-def _status(verdict: Any, answers: list[NotebookNode]) -> str:
-    if verdict.passed:
-        return "passed"
-    return "blank" if answers and all(is_unchanged(c) for c in answers) else "failed"
-
 
 def _message(verdict: Any, grade_id: str, source: str) -> str:
     """The message as the feedback shows it: a hidden test's failure without its ``expected:``."""
@@ -102,11 +73,11 @@ def lab_verdicts(student: str, original_id: str | None, lab: str, autograded: No
     """The verdicts file's content for one autograded notebook and the independent check's
     verdicts (``sources``: each test cell's code in the source notebook, hidden tests included)."""
     out = LabVerdicts(student=student, original_id=original_id, lab=lab)
-    for grade_id, answers in exercises(autograded):
+    for grade_id, answers in blank.exercises(autograded):
         verdict = verdicts.get(grade_id)
         if verdict is None:
             continue
-        status = _status(verdict, answers)
+        status = blank.status(verdict, answers)
         out.exercises.append(ExerciseVerdict(
             exercise=grade_id, answer_cells=[notebook_cells.name_of(c) for c in answers], status=status,
             points=float(verdict.points), max_points=float(verdict.max_points),

@@ -16,6 +16,7 @@ from autograder import cli
 from autograder.grading.grader import pipeline
 from autograder.grading.grader.intake.collect import collect, parse_name, recorded_late, recorded_originals
 from autograder.grading.grader.intake.ids import safe_id
+from autograder.grading.grader.intake.untrusted import other_people
 from tests.grading.helpers import LAB, answered, make_course, released
 
 
@@ -409,9 +410,10 @@ def test_a_bomb_and_a_bad_crc_cost_their_members_only(tmp_path: Path) -> None:
     assert "Bad CRC" in _reasons(collected)[f"crc_1_2_{LAB}.ipynb"]
 
 
-def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path) -> None:
-    """Does grading warn when every user can read the solutions (hidden tests) or the gradebook,
-    and say nothing once they are closed?"""
+def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path, monkeypatch) -> None:
+    """On a machine with other people's accounts, does grading warn when every user can read the
+    solutions (hidden tests) or the gradebook, and say nothing once they are closed?"""
+    monkeypatch.setattr(pipeline, "other_people", lambda: ["bob"])
     root = make_course(tmp_path / "course")
     (root / "gradebook.db").write_bytes(b"")
     inbox = tmp_path / "inbox"
@@ -425,6 +427,29 @@ def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path) -
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o750 if path.is_dir() else 0o640)
     assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []
+
+
+def test_a_single_user_machine_is_not_warned_about_other_users(tmp_path: Path, monkeypatch) -> None:
+    """On a laptop with no one else's account, is a solutions/ folder every user can read left
+    unmentioned (there is no one to read it), so that a first grading raises no false alarm?"""
+    monkeypatch.setattr(pipeline, "other_people", lambda: [])
+    root = make_course(tmp_path / "course")
+    (root / "solutions").chmod(0o755)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []
+
+
+def test_other_people_are_the_login_accounts_of_others(tmp_path: Path) -> None:
+    """Are the people on a machine the accounts with a uid from 1000 and a login shell, other
+    than the one grading: not system accounts, not nobody, not a shell that refuses logins?"""
+    me = os.getuid()
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
+                      "ann:x:1000:1000::/home/ann:/bin/bash\nbob:x:1001:1001::/home/bob:/usr/sbin/nologin\n"
+                      f"me:x:{me}:{me}::/home/me:/bin/zsh\nnobody:x:65534:65534::/:/bin/sh\nbroken line\n")
+    assert other_people(passwd) == (["ann"] if me != 1000 else [])
+    assert other_people(tmp_path / "missing") == []
 
 
 def test_two_students_with_one_name_keep_two_ids(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from autograder.grading.grader.intake.screening import inspect_submission
 from tests.grading.helpers import LAB, REPO, answered, index_of, submit, with_cell
 
 RELEASE = REPO / "notebooks" / LAB / f"{LAB}.ipynb"
+SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"
 
 
 def test_clean_submission_has_no_notes(tmp_path: Path) -> None:
@@ -48,6 +49,21 @@ def test_edited_and_deleted_test_cells_are_named(tmp_path: Path) -> None:
     notes = inspect_submission(path.parent, LAB, RELEASE).notes
     assert "test cell test_relu was edited: restored from the source and scored" in notes
     assert "test cell test_mean_squared_error was deleted: added back and scored" in notes
+
+
+def test_the_instructors_notebook_handed_in_is_named_once(tmp_path: Path) -> None:
+    """Is solutions/'s own notebook handed in (a newcomer's first try, or a leak) one note that
+    says what it is and where to try grading, rather than a note per test cell, while a student's
+    edit of a test cell among them is still named?"""
+    path = submit(tmp_path, "ada", SOURCE.read_bytes())
+    notes = inspect_submission(path.parent, LAB, RELEASE, SOURCE).notes
+    assert len(notes) == 1 and "the instructor's notebook of 00-warmup" in notes[0] and "make demo" in notes[0]
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    nb.cells[index_of(nb, "test_relu")].source = "pass"
+    edited = submit(tmp_path, "ben", nb)
+    notes = inspect_submission(edited.parent, LAB, RELEASE, SOURCE).notes
+    assert "test cell test_relu was edited: restored from the source and scored" in notes
+    assert not any("instructor's notebook" in note for note in notes)
 
 
 def test_cells_that_patch_checks_are_named(tmp_path: Path) -> None:

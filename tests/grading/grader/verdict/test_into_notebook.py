@@ -125,6 +125,26 @@ def test_annotate_replaces_what_the_kernel_printed_in_test_cells(tmp_path: Path)
     assert after.cells[index_of(after, "relu")].outputs == [printed]
 
 
+def test_a_blank_exercise_says_blank_in_words(tmp_path: Path) -> None:
+    """Does a test cell whose exercise is left as released say "Blank: ... not answered yet" (the
+    class report's word) rather than a failure with a traceback, while an answered exercise that
+    fails still shows its failure?"""
+    nb = nbformat.read(str(REPO / "notebooks" / LAB / f"{LAB}.ipynb"), as_version=4)  # released: checksums kept
+    mse = nb.cells[index_of(nb, "mean_squared_error")]
+    mse.source = "def mean_squared_error(pred, target):\n    return (pred - target).sum()"
+    path = tmp_path / "autograded.ipynb"
+    nbformat.write(nb, str(path))
+    stub_error = NotImplementedError("relu is not answered yet: replace `raise NotImplementedError()` ...")
+    verdicts.annotate(path, lab_cells.test_cells(SOURCE), {
+        "test_relu": Verdict(False, f"NotImplementedError: {stub_error}", error=stub_error),
+        "test_mean_squared_error": Verdict(False, "CheckFailed: summed, not averaged")})
+    after = nbformat.read(str(path), as_version=4)
+    relu, failed = after.cells[index_of(after, "test_relu")], after.cells[index_of(after, "test_mean_squared_error")]
+    assert [(o.output_type, o.text) for o in relu.outputs] == [("stream", verdicts.BLANK + "\n")]
+    assert verdicts.BLANK.startswith("Blank:") and "not answered yet" in verdicts.BLANK
+    assert failed.outputs[0].output_type == "error" and failed.outputs[0].evalue == "summed, not averaged"
+
+
 def test_the_kernel_runs_test_cells_without_their_hidden_tests() -> None:
     """Before Execute, does every test cell lose its hidden block (a solution cell keeps its
     text), and after it get the block back exactly?"""

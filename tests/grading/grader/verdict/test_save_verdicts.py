@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from autograder.grading.grader.run.independent_check import Verdict
+from autograder.grading.grader.verdict import blank
 from autograder.grading.grader.verdict import save_verdicts as record
 from autograder.grading.grader.verdicts_json import read_verdicts
 
@@ -30,7 +31,7 @@ def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
 def test_exercises_are_test_cells_with_the_answer_cells_before_them() -> None:
     """Is each graded test cell paired with the solution cells since the previous one, in order?"""
     found = [(grade_id, [c.metadata.nbgrader.grade_id for c in cells])
-             for grade_id, cells in record.exercises(_release())]
+             for grade_id, cells in blank.exercises(_release())]
     assert found == [("test_relu", ["relu"]), ("test_mean_squared_error", ["mean_squared_error"])]
 
 
@@ -38,9 +39,9 @@ def test_released_answer_cell_is_unchanged_and_an_edited_one_is_not() -> None:
     """Does nbgrader's checksum call the released stub unchanged, and a one-character edit changed?"""
     nb = _release()
     relu = _cell(nb, "relu")
-    assert record.is_unchanged(relu)
+    assert blank.is_unchanged(relu)
     relu.source += " "
-    assert not record.is_unchanged(relu)
+    assert not blank.is_unchanged(relu)
 
 
 @pytest.mark.parametrize("meta", [{}, {"checksum": None}, {"checksum": "0" * 32}], ids=["none", "null", "other"])
@@ -49,7 +50,7 @@ def test_answer_cell_without_its_release_checksum_is_not_blank(meta: dict) -> No
     relu = _cell(_release(), "relu")
     relu.metadata.nbgrader.pop("checksum")
     relu.metadata.nbgrader.update(meta)
-    assert not record.is_unchanged(relu)
+    assert not blank.is_unchanged(relu)
 
 
 def test_statuses_points_and_mistakes() -> None:
