@@ -8,8 +8,8 @@ from pathlib import Path
 from autograder.grading.grader.safe_text import printable
 from autograder.grading.layout import CourseLayout
 
-LEGEND = ("Status: ok = graded, nothing to read; check = graded, read its lines under \"Needs an instructor's eyes\"; "
-          "FAILED = not graded, scored 0 (its line says why); not graded = a file handed in that is no lab's notebook.")
+LEGEND = ("Status: ok = graded, nothing to read; check = graded, with notes above to read; FAILED = not graded, "
+          "scored 0 (its note above says why); not graded = a file handed in that is no lab's notebook.")
 
 
 @dataclass
