@@ -7,8 +7,8 @@ So once the independent check has run, ``annotate`` replaces every test cell's o
 the autograded notebook (which the feedback and Formgrader render) by:
 
 - passed: one line saying so;
-- blank (every answer cell as released, ``blank``'s rule): one line saying that the exercise is
-  not answered yet, the word the class report uses;
+- blank (every answer cell as released, ``blank``'s rule): one line, "Blank", the class report's
+  word, with the check's words for it (which function is not answered yet);
 - failed: an error output with the exception's type and message as the check's own process
   raised them, and the submission's own frames (``Cell In[N], line L, in f`` with that line
   of the student's cell) as its sandboxed child raised them (``errors.cell_frames``); where the
@@ -42,8 +42,9 @@ BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 LABEL = re.compile(r"^\s*(checked|expected|found|likely mistake|hint)\s*:", re.IGNORECASE)
 PASSED = "Passed: the grader ran this test again, outside your notebook, and it passed."
 FAILED = "Failed: the grader ran this test again, outside your notebook (scored 0)."
-BLANK = ("Blank: this exercise is not answered yet (scored 0). Replace `raise NotImplementedError()` in its "
-         "cell with your code, then run the cell and this test.")
+BLANK = ("Blank (scored 0): {said}")
+NOT_ANSWERED = ("this exercise is not answered yet: replace `raise NotImplementedError()` in its cell with your "
+                "code, then run this cell again.")
 CARRIED = ("Error carried forward: your answer fails this test as you wrote it, but it is right when given "
            "a correct {names}: it keeps its points, and the mistake costs you once, where you made it.")
 FORGED = ("IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it "
@@ -114,7 +115,9 @@ def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
     for ``verdict``; ``cells`` are the submission's code cells as the check's child numbered them;
     ``left_blank``: the exercise's answer cells are as released."""
     if left_blank and not verdict.passed:
-        return [nbformat.v4.new_output("stream", name="stderr", text=BLANK + "\n")]
+        said = str(verdict.message).partition("NotImplementedError: ")[2].split("\n")[0]
+        text = BLANK.format(said=said if "not answered yet" in said else NOT_ANSWERED)
+        return [nbformat.v4.new_output("stream", name="stderr", text=text + "\n")]
     if verdict.passed:
         text = NOTEBOOK_FAILED if failed_in_notebook else PASSED
         return [nbformat.v4.new_output("stream", name="stderr" if failed_in_notebook else "stdout", text=text + "\n")]

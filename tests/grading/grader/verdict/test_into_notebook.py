@@ -140,8 +140,10 @@ def test_a_blank_exercise_says_blank_in_words(tmp_path: Path) -> None:
         "test_mean_squared_error": Verdict(False, "CheckFailed: summed, not averaged")})
     after = nbformat.read(str(path), as_version=4)
     relu, failed = after.cells[index_of(after, "test_relu")], after.cells[index_of(after, "test_mean_squared_error")]
-    assert [(o.output_type, o.text) for o in relu.outputs] == [("stream", verdicts.BLANK + "\n")]
-    assert verdicts.BLANK.startswith("Blank:") and "not answered yet" in verdicts.BLANK
+    assert [(o.output_type, o.text) for o in relu.outputs] == [("stream", f"Blank (scored 0): {stub_error}\n")]
+    assert str(stub_error).startswith("relu is not answered yet")
+    assert verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], False, True)[0].text \
+        == f"Blank (scored 0): {verdicts.NOT_ANSWERED}\n"
     assert failed.outputs[0].output_type == "error" and failed.outputs[0].evalue == "summed, not averaged"
 
 
