@@ -78,6 +78,12 @@ c.ClearHiddenTestsAndPaths.grader_paths = [c.CourseDirectory.root]
 # first (autograder/grading/grader/output/sanitize_notebook.py). HTMLExporter.sanitize_html alone would not do it:
 # nbgrader's templates render markdown cells without it.
 c.HTMLExporter.preprocessors = ["autograder.grading.grader.output.sanitize_notebook.SanitizeNotebook"]
+# Their math is typeset as MathML there, on the grader's side (grader/output/math_markup.py), and the
+# feedback page loads no MathJax: our folder, first, empties nbgrader's feedback template's
+# `mathjax()` macro (which ignores HTMLExporter.mathjax_url), so the page needs no network.
+from autograder.grading.grader.output.math_markup import feedback_template_basedirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = feedback_template_basedirs()
 # --- end of feedback ---
 
 # --- Formgrader in JupyterLab (python -m autograder lab leaves it out for students) ---

@@ -153,12 +153,17 @@ get_ipython().events.register("pre_run_cell", _show)
 '''
 FEEDBACK_HOOK_LATER = ("import base64\nfor _s in _seen:\n"
                        "    print('LATER:', _s[::-1], base64.b64encode(_s.encode()).decode())\n")
-# feedback-script: script, an event handler and a javascript: link in markdown and in outputs
+# feedback-script: script, an event handler and a javascript: link in markdown (its math too) and in outputs
 FEEDBACK_SCRIPT_MARKDOWN = """<script>window.hostile = "md-script"</script>
 
 <img src="nowhere.png" onerror="window.hostile = 'md-onerror'">
 
-[click me](javascript:window.hostile='md-link')"""
+[click me](javascript:window.hostile='md-link')
+
+Math: $x$<img src="nowhere.png" onerror="window.hostile = 'math-onerror'">
+and $\\href{javascript:window.hostile='math-href'}{y}$
+
+$$<script>window.hostile = "math-script"</script>$$"""
 FEEDBACK_SCRIPT_OUTPUT = r"""from IPython.display import HTML, Javascript, display
 display(HTML("<script>window.hostile = 1</script><img src=x onerror=window.hostile=2>"
              "<a href=\"javascript:window.hostile=3\">link</a>"))

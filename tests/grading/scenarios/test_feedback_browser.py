@@ -7,8 +7,9 @@ check) on a temporary course; an instructor's ``jupyter lab`` then runs at that 
 serving the feedback page (``/files/feedback/...``, which Jupyter serves with scripts allowed)
 and Formgrader. The submission sets ``window.hostile`` from every place it can: a markdown
 ``<script>``, an ``onerror`` handler, ``javascript:`` links (clicked here), an HTML output's
-script and handler, a JavaScript output. Needs Debian's ``chromium`` and ``chromium-driver``;
-where they are missing the test skips and says so.
+script and handler, a JavaScript output (and math around a handler, ``\\href`` and ``<script>``).
+The feedback page, opened from its file with no network, shows its math as MathML. Needs
+Debian's ``chromium`` and ``chromium-driver``; where they are missing the test skips and says so.
 """
 
 from __future__ import annotations
@@ -95,6 +96,33 @@ def test_the_feedback_page_runs_nothing_of_the_submission(browser, server: Serve
     """Opened from the server, does the feedback page show the submission and run none of it?"""
     browser.get(f"{server.url}/files/feedback/{STUDENT}/{LAB}/{LAB}.html?token={TOKEN}")
     _nothing_ran(browser)
+
+
+def test_the_feedback_page_typesets_its_math_offline(browser, course: Path) -> None:
+    """Opened from its file with no network (Chromium offline, no route to other hosts), does the
+    feedback page show its math typeset as MathML, laid out, with no ``$`` of TeX left in the
+    text of its markdown, and load no script (MathJax's from a CDN included)?"""
+    page = course / "feedback" / STUDENT / LAB / f"{LAB}.html"
+    assert "cdnjs" not in page.read_text() and "<script" not in page.read_text().lower()
+    offline = {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", offline)
+    try:
+        browser.get(page.as_uri())
+        _wait(browser, lambda b: b.execute_script("return document.readyState") == "complete", "the page did not load")
+        maths = browser.execute_script(
+            "return [...document.querySelectorAll('.text_cell_render math')].map(m => {"
+            "  const r = m.getBoundingClientRect();"
+            "  return [r.width, r.height, m.namespaceURI, getComputedStyle(m).display]; })")
+        text = browser.execute_script("return [...document.querySelectorAll('.text_cell_render')]"
+                                      ".map(e => e.innerText).join('\\n')")
+    finally:
+        browser.execute_cdp_cmd("Network.emulateNetworkConditions", {**offline, "offline": False})
+    assert len(maths) >= 5, maths  # the lab's two formulas and the submission's three
+    assert all(w > 0 and h > 0 and ns == "http://www.w3.org/1998/Math/MathML" and "math" in display
+               for w, h, ns, display in maths), maths
+    assert "mean_squared_error" in text and "$" not in text, text
+    assert browser.execute_script("return window.hostile") is None
 
 
 def test_formgraders_view_runs_nothing_of_the_submission(browser, server: Server, course: Path) -> None:

@@ -8,7 +8,7 @@ alone would not do: nbgrader's feedback and formgrade templates render markdown 
 without it, and nbconvert's markdown renderer lets ``javascript:`` links through.
 
 - A markdown cell (and a ``text/markdown`` output) is rendered here, with nbconvert's own
-  renderer (math kept for MathJax), the HTML cleaned, and the cell given that HTML as one
+  renderer, its math typeset as MathML (``math_markup``), the HTML cleaned, and the cell given that HTML as one
   line in a ``<div>``: the template's markdown renderer passes such an HTML block through
   unchanged, so what reaches the page is what ``nh3`` allowed.
 - A ``text/html`` output and a raw cell are cleaned; outputs of other kinds that a page
@@ -17,8 +17,9 @@ without it, and nbconvert's markdown renderer lets ``javascript:`` links through
   execution count, nbgrader's grade id) must be plain numbers or names.
 
 Allowed: nh3's default tags (no script, style, form, iframe, object), ``class``, heading
-ids; links by http(s), mailto and relative URLs; images by relative and ``data:image/`` URLs
-only (a page fetches nothing from another host when an instructor opens it).
+ids, and in rendered markdown the MathML of ``math_markup.MATH_TAGS``; links by http(s), mailto
+and relative URLs; images by relative and ``data:image/`` URLs only (a page fetches nothing
+from another host when an instructor opens it).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import re
 from typing import Any
 
 import nh3
-from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
 from autograder import notebook_cells as nbcells
+from autograder.grading.grader.output import math_markup
 
 TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
 ATTRIBUTES: dict[str, set[str]] = {
@@ -44,6 +45,8 @@ ATTRIBUTES: dict[str, set[str]] = {
     "th": {"colspan", "rowspan", "align", "scope"},
     "ol": {"start"},
 }
+MARKDOWN_TAGS = TAGS | math_markup.MATH_TAGS
+MARKDOWN_ATTRIBUTES = {**ATTRIBUTES, **math_markup.MATH_ATTRIBUTES}
 SCHEMES = {"http", "https", "mailto", "data"}
 SAFE_MIMES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg")
 BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
@@ -63,10 +66,11 @@ def _attribute(tag: str, attribute: str, value: str) -> str | None:
     return value
 
 
-def clean_html(html: str) -> str:
+def clean_html(html: str, math: bool = False) -> str:
     """``html`` with nothing that runs: no script, event handler, ``javascript:`` URL, style
-    or form (see the module's docstring for what stays)."""
-    return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=SCHEMES, attribute_filter=_attribute,
+    or form (see the module's docstring for what stays); ``math``: the MathML of rendered markdown too."""
+    return nh3.clean(html, tags=MARKDOWN_TAGS if math else TAGS, attributes=MARKDOWN_ATTRIBUTES if math else ATTRIBUTES,
+                     url_schemes=SCHEMES, attribute_filter=_attribute,
                      strip_comments=True, link_rel="noopener noreferrer nofollow")
 
 
@@ -77,14 +81,13 @@ def as_block(html: str) -> str:
 
 
 def clean_markdown(source: str, attachments: dict | None = None) -> str:
-    """Markdown rendered as nbconvert renders it (math left to MathJax), then cleaned, as a
+    """Markdown rendered as nbconvert renders it, its math as MathML, then cleaned, as a
     markdown source that renders to exactly that."""
     try:
-        renderer = IPythonRenderer(escape=False, attachments=attachments or {}, anchor_link_text="¶")
-        html = MarkdownWithMath(renderer=renderer).render(source)
+        html = math_markup.render_markdown(source, attachments)
     except Exception:  # noqa: BLE001 - e.g. a missing attachment: the text, escaped, is shown instead
         html = "<pre>" + nh3.clean_text(source) + "</pre>"
-    return as_block(clean_html(html))
+    return as_block(clean_html(html, math=True))
 
 
 def _number(value: Any) -> int | None:
