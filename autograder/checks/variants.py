@@ -109,12 +109,9 @@ def wrong_multi_head_attention(
     return (merged if mistake == NO_OUT_PROJ else mha.out_proj(merged)), weights
 
 
-# ----------------------------------------------------------------------------- losses
+# ----------------------------------------------------------------------------- losses and layers
 
-# a cross-entropy's log_softmax over another axis than the vocabulary's (labs 8 and 9); {}: the axis
-LOG_SOFTMAX_OVER = "log_softmax over dim {} instead of over the vocabulary (dim -1)"
-
-# ----------------------------------------------------------------------------- layers
+LOG_SOFTMAX_OVER = "log_softmax over dim {} instead of over the vocabulary (dim -1)"  # labs 8 and 9; {}: the axis
 
 NO_RESIDUAL = "the residual connection is missing (x + sublayer(...) is needed around every sublayer)"
 POST_NORM_INSTEAD = "post-norm computed although norm_first=True"
