@@ -260,4 +260,3 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
             what += ": with beam_size=1, beam search is greedy decoding"
         _expect_beams(what, found, expected, variants, otherwise="the model searched in training mode (dropout "
                       "active): call model.eval() first" if model is network else None)
-
