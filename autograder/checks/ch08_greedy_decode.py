@@ -57,6 +57,7 @@ def _expect_tokens(what: str, found, expected: Tensor, variants: dict, otherwise
 _DECODE_OPS = ["autograder.reference.greedy_decode", "autograder.reference.decode.decode_loop"]
 _BUILD_DECODE = "Write the loop: encode once, decode the prefix, append the argmax of the last position."
 
+
 @check
 def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
     """``greedy_decode(model, src, max_len, bos_id, eos_id, pad_id)`` on models whose rows stop at

@@ -87,6 +87,7 @@ def _loss_mistakes(logits: Tensor, target: Tensor, s: float, pad: int) -> dict:
 
 _BUILD_LOSS = "Build the smoothed target distribution and use log_softmax."
 
+
 @check
 def check_label_smoothed_loss(label_smoothed_loss, seed: int = 0) -> None:
     """``label_smoothed_loss(logits, target, smoothing, pad_id)``: padded targets, a fully

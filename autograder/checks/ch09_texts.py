@@ -21,6 +21,7 @@ _WORDS = ("the", "then", "there", "these", "token", "tokens", "tokenizer", "low"
           "bytes", "it's", "we'll", "don't", "2024", "3.14", "토큰", "토큰화", "한국어", "😀", "👍🏽", "naïve", "café")
 _GAPS = (" ", " ", " ", " ", "  ", "\n", ", ", ". ", "\t", " \n ")
 
+
 def sample_text(seed: int, n_words: int = 80) -> str:
     """Made-up text, Zipf-like word frequencies (so that many pairs tie), reproducible from ``seed``."""
     rng = random.Random(seed)

@@ -86,6 +86,7 @@ def _cache_key_mistakes(k: Tensor, ck: Tensor, base: float) -> dict:
 _CACHE_OPS = ["torch.nn.functional.scaled_dot_product_attention", "autograder.reference.modern.attend_with_cache",
               "autograder.reference.modern.grouped_query_attention", "autograder.reference.ModernLM"]
 
+
 @check
 def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
     """``attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0)`` -> ``(out, cache_k, cache_v)``, the
