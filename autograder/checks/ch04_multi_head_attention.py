@@ -9,7 +9,7 @@ PyTorch's ``nn.MultiheadAttention`` with those weights packed into ``in_proj_wei
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -138,6 +138,28 @@ def check_multi_head_attention(MultiHeadAttention, seed: int = 0) -> None:
             _check_mha_case(MultiHeadAttention, seed, i, case)
 
 
+def _mha_mistakes(ref, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> dict[str, Any]:
+    """Mistake -> the (output, attention weights) of multi-head attention computed with that mistake."""
+    names = [variants.NO_SCALE, variants.SCALE_BY_D_MODEL, variants.NO_OUT_PROJ, variants.HEADS_WITHOUT_TRANSPOSE]
+    if mask is not None:
+        names.append(variants.MASK_INVERTED)
+    wrong = {name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name) for name in names}
+    wrong.update({name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name, softmax_dim=dim)
+                  for name, dim in variants.softmax_axis_mistakes(4).items()})  # scores (B, H, Lq, Lk)
+    return wrong
+
+
+def _expect_attn_weights(what: str, module, expected: Tensor, wrong: dict[str, Any]) -> None:
+    """The weights the candidate kept in ``attn_weights`` after its forward pass, against the reference's."""
+    __tracebackhide__ = True
+    found = getattr(module, "attn_weights", None)
+    if found is None:
+        fail(f"{what}: attn_weights", f"a tensor of shape {tuple(expected.shape)} kept after forward",
+             "None or no attribute", hint="store the attention weights: self.attn_weights = weights")
+    expect_close(f"{what}: attn_weights", found, expected, atol=1e-5, rtol=1e-4,
+                 mistakes={name: w for name, (_, w) in wrong.items()})
+
+
 def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
     __tracebackhide__ = True
     d, h, b, lq, lk, mask, dtype = (case[n] for n in ("d", "h", "b", "lq", "lk", "mask", "dtype"))
@@ -155,12 +177,7 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
         if "fully padded" not in case["kind"]:
             torch_out, _ = torch_mha_from(ref, h).eval()(query, key, value, key_padding_mask=case.get("torch_kpm"),
                                            attn_mask=case.get("torch_attn_mask"), need_weights=False)
-        names = [variants.NO_SCALE, variants.SCALE_BY_D_MODEL, variants.NO_OUT_PROJ, variants.HEADS_WITHOUT_TRANSPOSE]
-        if mask is not None:
-            names.append(variants.MASK_INVERTED)
-        wrong = {name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name) for name in names}
-        wrong.update({name: variants.wrong_multi_head_attention(ref, query, key, value, mask, name, softmax_dim=dim)
-                      for name, dim in variants.softmax_axis_mistakes(4).items()})  # scores (B, H, Lq, Lk)
+        wrong = _mha_mistakes(ref, query, key, value, mask)
     with forbidden(MultiHeadAttention, _MHA_OPS, _BUILD_MHA):
         module = call(MultiHeadAttention, d, h, what=f"MultiHeadAttention(d_model={d}, num_heads={h})")
         load_reference_weights(module, ref, f"MultiHeadAttention(d_model={d}, num_heads={h})")
@@ -172,12 +189,7 @@ def _check_mha_case(MultiHeadAttention, seed: int, i: int, case: dict) -> None:
                  hint="a fully masked row must give zero weights: softmax by "
                       "autograder.reference.softmax or scaled_dot_product_attention, not torch.softmax."
                  if "fully padded" in case["kind"] else None)
-    found_weights = getattr(module, "attn_weights", None)
-    if found_weights is None:
-        fail(f"{what}: attn_weights", f"a tensor of shape {(b, h, lq, lk)} kept after forward",
-             "None or no attribute", hint="store the attention weights: self.attn_weights = weights")
-    expect_close(f"{what}: attn_weights", found_weights, expected_weights, atol=1e-5, rtol=1e-4,
-                 mistakes={name: w for name, (_, w) in wrong.items()})
+    _expect_attn_weights(what, module, expected_weights, wrong)
     if torch_out is not None:
         expect_close(f"{what}: output against nn.MultiheadAttention with the same weights", found, torch_out,
                      atol=1e-5, rtol=1e-4)

@@ -242,22 +242,28 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
         (network, src_network, 3, 6, alpha, "a random EncoderDecoder in training mode with dropout=0.3"),
         (designed, src_designed[:1, :1], 2, 1, 0.6, "the designed model, one source token, max_len=1"),
     ]
-    for model, src, k, max_len, a, about in cases:
-        what = (f"beam_search(model, src {tuple(src.shape)}, beam_size={k}, max_len={max_len}, bos_id={BOS}, "
-                f"eos_id={EOS}, pad_id={PAD}, alpha={a}) on {about} (seed {seed})")
-        if k == 1:
-            expected = reference.greedy_decode(model, src, max_len, BOS, EOS, PAD)
-        else:
-            expected = generate.beam_search(model, src, k, max_len, BOS, EOS, PAD, a)
-        variants = {name: (lambda f=flags, m=model, s=src, k=k, n=max_len, a=a: _beam_variant(m, s, k, n, a, **f))
-                    for name, flags in _BEAM_MISTAKES.items()}
-        model.train()
-        with forbidden(beam_search, _BEAM_OPS, instead=_BUILD_BEAM):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                found = call(beam_search, model, src, k, max_len, BOS, EOS, PAD, a, what=what)
-        if k == 1:
-            what += ": with beam_size=1, beam search is greedy decoding"
-        _expect_beams(what, found, expected, variants, otherwise="the model searched in training mode (dropout "
-                      "active): call model.eval() first" if model is network else None)
+    for case in cases:
+        _check_beam_case(beam_search, seed, case, dropout=case[0] is network)
 
+
+def _check_beam_case(beam_search, seed: int, case: tuple, *, dropout: bool) -> None:
+    """One case of ``check_beam_search``: ``(model, src, beam_size, max_len, alpha, what the model is)``."""
+    __tracebackhide__ = True
+    model, src, k, max_len, a, about = case
+    what = (f"beam_search(model, src {tuple(src.shape)}, beam_size={k}, max_len={max_len}, bos_id={BOS}, "
+            f"eos_id={EOS}, pad_id={PAD}, alpha={a}) on {about} (seed {seed})")
+    if k == 1:
+        expected = reference.greedy_decode(model, src, max_len, BOS, EOS, PAD)
+    else:
+        expected = generate.beam_search(model, src, k, max_len, BOS, EOS, PAD, a)
+    variants = {name: (lambda f=flags: _beam_variant(model, src, k, max_len, a, **f))
+                for name, flags in _BEAM_MISTAKES.items()}
+    model.train()
+    with forbidden(beam_search, _BEAM_OPS, instead=_BUILD_BEAM):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            found = call(beam_search, model, src, k, max_len, BOS, EOS, PAD, a, what=what)
+    if k == 1:
+        what += ": with beam_size=1, beam search is greedy decoding"
+    otherwise = "the model searched in training mode (dropout active): call model.eval() first" if dropout else None
+    _expect_beams(what, found, expected, variants, otherwise=otherwise)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.checks import variants
-from autograder.checks.ch08_encoder_decoder import self_attention_mask
+from autograder.checks.ch08_inputs import self_attention_mask
 from autograder.checks.core import (
     Tolerance,
     call,

@@ -83,38 +83,45 @@ def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
              ((2, 2, 7, 8), causal & pad, 4, torch.float64, 1.0), ((1, 2, 7, 4), holes, 2, torch.float32, 1.0),
              ((1, 1, 7, 4), None, 1, torch.float64, 30.0), ((2, 1, 7, 8), causal, 64, torch.float32, 1.0),
              ((1, 2, 7, 8), None, int(torch.randint(2, 7, (1,), generator=g)), torch.float32, 10.0)]
-    for i, (shape, mask, tile, dtype, scale) in enumerate(cases):
-        q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
-        masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
-        what = (f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) "
-                f"(seed {seed})")
-        expected = tiled.tiled_attention(q, k, v, mask, tile)
+    for i, case in enumerate(cases):
+        _check_tiled_case(tiled_attention, seed, i, *case)
 
-        def variant(q=q, k=k, v=v, mask=mask, tile=tile, **kw):
-            return lambda: _tiled_variant(q, k, v, mask, tile, **kw)
-        mistakes = {
-            "the running sum not rescaled when the maximum grows (multiply it by exp(m_old - m_new) too)":
-                variant(rescale_sum=False),
-            "the accumulated values not rescaled when the maximum grows (multiply them by exp(m_old - m_new) too)":
-                variant(rescale_acc=False),
-            "each tile normalised on its own and the tiles' outputs averaged: the weights must be normalised over "
-            "all keys": variant(per_tile=True),
-            "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
-            "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
-            "the mask ignored": variant(use_mask=False),
-        }
-        with forbidden(tiled_attention, _TILED_OPS, "Keep a running maximum, sum and weighted sum per query, "
-                       "rescaled as each tile of keys arrives; use torch.exp, not softmax."):
-            found = call(tiled_attention, q.clone(), k.clone(), v.clone(),
-                         None if mask is None else mask.clone(), tile, what=what)
-        found = expect_shape(what, found, expected.shape)
-        if bool(torch.isnan(found).any()):
-            fail(what, "finite values (no NaN)", "NaN in a fully masked row" if mask is not None else "NaN",
-                 "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a "
-                 "zero output" if mask is not None else None,
-                 hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
-                      "-inf - (-inf) is NaN; and divide by the sum clamped above 0.")
-        expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
+
+def _check_tiled_case(tiled_attention, seed: int, i: int, shape: tuple[int, ...], mask: Tensor | None, tile: int,
+                      dtype: torch.dtype, scale: float) -> None:
+    __tracebackhide__ = True
+    q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
+    masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
+    what = (f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) "
+            f"(seed {seed})")
+    expected = tiled.tiled_attention(q, k, v, mask, tile)
+
+    def variant(**kw):
+        return lambda: _tiled_variant(q, k, v, mask, tile, **kw)
+
+    mistakes = {
+        "the running sum not rescaled when the maximum grows (multiply it by exp(m_old - m_new) too)":
+            variant(rescale_sum=False),
+        "the accumulated values not rescaled when the maximum grows (multiply them by exp(m_old - m_new) too)":
+            variant(rescale_acc=False),
+        "each tile normalised on its own and the tiles' outputs averaged: the weights must be normalised over "
+        "all keys": variant(per_tile=True),
+        "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
+        "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
+        "the mask ignored": variant(use_mask=False),
+    }
+    with forbidden(tiled_attention, _TILED_OPS, "Keep a running maximum, sum and weighted sum per query, "
+                   "rescaled as each tile of keys arrives; use torch.exp, not softmax."):
+        found = call(tiled_attention, q.clone(), k.clone(), v.clone(),
+                     None if mask is None else mask.clone(), tile, what=what)
+    found = expect_shape(what, found, expected.shape)
+    if bool(torch.isnan(found).any()):
+        fail(what, "finite values (no NaN)", "NaN in a fully masked row" if mask is not None else "NaN",
+             "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a "
+             "zero output" if mask is not None else None,
+             hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
+                  "-inf - (-inf) is NaN; and divide by the sum clamped above 0.")
+    expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
 
 
 # ----------------------------------------------------------------------------- perplexity

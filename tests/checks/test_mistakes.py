@@ -32,7 +32,8 @@ def test_ids_and_words_are_unique() -> None:
     """Is no id written twice in the registry (a dict literal would keep the last silently), and
     no mistake's words given to two ids?"""
     keys: list[str] = []
-    for module, name in (("mistakes.py", "NAMED"), ("mistakes_modern.py", "MODERN")):  # NAMED holds MODERN's
+    for module, name in (("mistakes.py", "NAMED"), ("mistakes_shared.py", "SHARED"),
+                         ("mistakes_modern.py", "MODERN")):  # NAMED holds SHARED's and MODERN's
         tree = ast.parse((CHECKS / module).read_text(encoding="utf-8"))
         literal = next(node.value for node in tree.body if isinstance(node, ast.AnnAssign)
                        and getattr(node.target, "id", "") == name)
