@@ -22,8 +22,15 @@ c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
 # verdicts.json (the grader's record of each exercise, beside the autograded notebook) is never
 # copied into feedback/ by generate_feedback, which copies every other file of autograded/.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store", "verdicts.json",
-                            ".verdicts.json.*"]
+c.CourseDirectory.ignore = [
+    ".ipynb_checkpoints",
+    "*.pyc",
+    "__pycache__",
+    "feedback",
+    ".DS_Store",
+    "verdicts.json",
+    ".verdicts.json.*",
+]
 
 # Released notebooks carry no outputs; stubs raise NotImplementedError.
 c.ClearSolutions.code_stub = {"python": "raise NotImplementedError()"}

@@ -22,20 +22,36 @@ from autograder import cli_grade
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--course", type=Path, default=None,
-                        help="the course root (default: the nearest folder up from here with nbgrader_config.py)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        help="the course root (default: the nearest folder up from here with nbgrader_config.py)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, help="what to do (each has its own --help)")
 
     _copy_parsers(sub)
     # --- lab: a student's JupyterLab (make lab) ---
-    lab = sub.add_parser("lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there "
-                                     "with a student's tools only")
-    lab.add_argument("dir", type=Path, nargs="?", default=Path("workspace"), metavar="DIR",
-                     help="the student's folder (default: workspace)")
-    lab.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
-                     help="copy or refresh only this lab before starting, such as 02-self-attention (repeatable)")
-    lab.add_argument("--port", type=int, default=None,
-                     help="the server's port (default: 8888, or the next free one)")
+    lab = sub.add_parser(
+        "lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there with a student's tools only"
+    )
+    lab.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=Path("workspace"),
+        metavar="DIR",
+        help="the student's folder (default: workspace)",
+    )
+    lab.add_argument(
+        "--lab",
+        action="append",
+        default=None,
+        metavar="LAB",
+        dest="labs",
+        help="copy or refresh only this lab before starting, such as 02-self-attention (repeatable)",
+    )
+    lab.add_argument("--port", type=int, default=None, help="the server's port (default: 8888, or the next free one)")
     lab.add_argument("--ip", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     lab.add_argument("--token", default=None, help="the login token (default: a random one, shown in the URL)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
@@ -51,26 +67,42 @@ def _parser() -> argparse.ArgumentParser:
 def _copy_parsers(sub: Any) -> None:
     """``release`` and ``workspace``: the labs made and copied."""
     release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
-    release.add_argument("labs", nargs="*", metavar="LAB",
-                         help="labs to release, such as 02-self-attention (default: all)")
+    release.add_argument(
+        "labs", nargs="*", metavar="LAB", help="labs to release, such as 02-self-attention (default: all)"
+    )
 
     workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
     workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
-    workspace.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
-                           help="copy or refresh only this lab, such as 02-self-attention (repeatable)")
+    workspace.add_argument(
+        "--lab",
+        action="append",
+        default=None,
+        metavar="LAB",
+        dest="labs",
+        help="copy or refresh only this lab, such as 02-self-attention (repeatable)",
+    )
 
 
 def _report_parser(sub: Any) -> None:
-    report = sub.add_parser("report", help="the class report of each lab from the recorded verdicts: an HTML page "
-                                           "and CSV files, and a copy without student ids (class/)")
+    report = sub.add_parser(
+        "report",
+        help="the class report of each lab from the recorded verdicts: an HTML page "
+        "and CSV files, and a copy without student ids (class/)",
+    )
     report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
-    report.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)")
+    report.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)",
+    )
 
 
 def _report(root: Path, args: argparse.Namespace) -> int:
     """Write the class report of each lab asked for (every lab with verdicts by default)."""
     from autograder.grading.grader import report
+
     labs = args.labs or report.sheets.recorded_labs(root)
     if not labs:
         print(f"no verdicts recorded under {root / 'autograded'}: grade first", file=sys.stderr)
@@ -84,19 +116,29 @@ def _report(root: Path, args: argparse.Namespace) -> int:
             missing += 1
             continue
         grouped = len(report.alike.groups(pairs))
-        print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
-              f"answers: "
-              f"{(args.out or report.default_out(root)) / lab / 'index.html'}")
+        print(
+            f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
+            f"answers: "
+            f"{(args.out or report.default_out(root)) / lab / 'index.html'}"
+        )
         for note in notes:
             print(f"  {note}", file=sys.stderr)
     return 2 if missing else 0
 
 
 def _demo_parser(sub) -> None:
-    demo = sub.add_parser("demo", help="build a small example class (full, partial, blank and wrong answers) "
-                                       "in DIR and grade it as `grade` does")
-    demo.add_argument("dir", type=Path, nargs="?", default=None, metavar="DIR",
-                      help="the demo's folder, removed and written again on each run (default: ROOT/demo)")
+    demo = sub.add_parser(
+        "demo",
+        help="build a small example class (full, partial, blank and wrong answers) in DIR and grade it as `grade` does",
+    )
+    demo.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=None,
+        metavar="DIR",
+        help="the demo's folder, removed and written again on each run (default: ROOT/demo)",
+    )
     demo.add_argument("--lab", default="00-warmup", help="the lab the class hands in (default: 00-warmup)")
 
 
@@ -138,16 +180,24 @@ def _lab(root: Path, args: argparse.Namespace) -> int:
 # --- train: the chapter 8 recipe from the command line (make train) ---
 # The flags, their defaults and their help come from autograder.reference.recipe.TrainRecipe.
 
+
 def _train_parser(sub) -> None:
     from autograder.reference import recipe
 
     train = sub.add_parser(
-        "train", help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
+        "train",
+        help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
         description="Train the chapter 8 model with its recipe (autograder.reference.recipe), print the held-out "
-                    "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
-                    "-m autograder train ... (data parallel; each process takes its share of the batch).")
-    train.add_argument("--resume", type=Path, default=None, metavar="PATH",
-                       help="go on from this checkpoint: model, recipe and data come from it; --steps is the total")
+        "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
+        "-m autograder train ... (data parallel; each process takes its share of the batch).",
+    )
+    train.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="go on from this checkpoint: model, recipe and data come from it; --steps is the total",
+    )
     recipe.add_flags(train, recipe.TRAIN_RECIPE)
 
 
@@ -155,9 +205,16 @@ def _train(args: argparse.Namespace) -> int:
     """Run the recipe that the flags describe (autograder.reference.run)."""
     from autograder.reference import recipe, run
 
-    return run.run_recipe(recipe.from_args(args), resume=args.resume,
-                          ignored=recipe.given_flags(args, recipe.SAVED), kept=recipe.given_flags(args, recipe.KEPT))
+    return run.run_recipe(
+        recipe.from_args(args),
+        resume=args.resume,
+        ignored=recipe.given_flags(args, recipe.SAVED),
+        kept=recipe.given_flags(args, recipe.KEPT),
+    )
+
+
 # --- end of train ---
+
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -184,5 +241,3 @@ def main(argv: list[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return 2
     return cli_grade.run(root, args)
-
-

@@ -26,11 +26,18 @@ def fields(cell: Any) -> Any:
     return cell.get("metadata", {}).get(KEY, {})
 
 
-def metadata(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
-             points: float | None = None) -> dict[str, Any]:
+def metadata(
+    grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True, points: float | None = None
+) -> dict[str, Any]:
     """A new cell's ``metadata``: its nbgrader role, in nbgrader's schema 3."""
-    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-                            "solution": solution, "task": False}
+    meta: dict[str, Any] = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {KEY: meta}
@@ -78,6 +85,7 @@ def checksum(cell: Any) -> str:
 
 # Readers for a notebook after a submission had it: they never fail on metadata the student
 # broke (an entry that is not a dict reads as no entry at all).
+
 
 def _kept(cell: Any) -> dict[str, Any]:
     meta = fields(cell)

@@ -119,22 +119,33 @@ except NotImplementedError:
 
 def build() -> NotebookNode:
     """The warm-up lab as a notebook (with solutions and hidden tests)."""
-    return lab(NAME, [
-        md("intro", INTRO),
-        code("setup", SETUP),
-        md("relu_text", RELU_TEXT),
-        solution("relu", RELU),
-        tests("test_relu", 2, imports="from autograder.checks import check_relu",
-              visible="check_relu(relu)",
-              hidden="for seed in (1, 2, 3):\n    check_relu(relu, seed=seed)"),
-        md("mse_text", MSE_TEXT),
-        solution("mean_squared_error", MSE),
-        tests("test_mean_squared_error", 3, imports="from autograder.checks import check_mean_squared_error",
-              visible="check_mean_squared_error(mean_squared_error)",
-              hidden="for seed in (1, 2, 3):\n    check_mean_squared_error(mean_squared_error, seed=seed)"),
-        md("plot_text", PLOT_TEXT),
-        code("plot", PLOT),
-    ])
+    return lab(
+        NAME,
+        [
+            md("intro", INTRO),
+            code("setup", SETUP),
+            md("relu_text", RELU_TEXT),
+            solution("relu", RELU),
+            tests(
+                "test_relu",
+                2,
+                imports="from autograder.checks import check_relu",
+                visible="check_relu(relu)",
+                hidden="for seed in (1, 2, 3):\n    check_relu(relu, seed=seed)",
+            ),
+            md("mse_text", MSE_TEXT),
+            solution("mean_squared_error", MSE),
+            tests(
+                "test_mean_squared_error",
+                3,
+                imports="from autograder.checks import check_mean_squared_error",
+                visible="check_mean_squared_error(mean_squared_error)",
+                hidden="for seed in (1, 2, 3):\n    check_mean_squared_error(mean_squared_error, seed=seed)",
+            ),
+            md("plot_text", PLOT_TEXT),
+            code("plot", PLOT),
+        ],
+    )
 
 
 def main(root: str | Path = ".") -> Path:

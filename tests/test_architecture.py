@@ -51,7 +51,7 @@ def _imported(node: ast.AST, name: str, is_package: bool) -> Iterator[str]:
         base = node.module or ""
         if node.level:
             here = name.split(".") if is_package else name.split(".")[:-1]
-            anchor = here[:len(here) - node.level + 1]
+            anchor = here[: len(here) - node.level + 1]
             base = ".".join([*anchor, *([base] if base else [])])
         yield base
         yield from (f"{base}.{alias.name}" for alias in node.names)
@@ -215,10 +215,13 @@ def test_no_module_is_named_like_the_standard_library() -> None:
 def test_no_two_grading_classes_share_a_name() -> None:
     """Do two classes of autograder/grading have the same name (a reader could not tell them
     apart in a traceback or a review)?"""
-    names = Counter(node.name for path in (PACKAGE / "grading").rglob("*.py")
-                    for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef))
+    names = Counter(
+        node.name
+        for path in (PACKAGE / "grading").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    )
     assert [name for name, count in names.items() if count > 1] == []
-
 
 
 def _is_key(node: ast.AST | None) -> bool:
@@ -231,14 +234,24 @@ def nbgrader_key_uses(tree: ast.AST) -> list[int]:
     ``"nbgrader" in m`` or ``cell.metadata.nbgrader``."""
     lines = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Subscript) and _is_key(node.slice)
-                or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("get", "pop", "setdefault") and bool(node.args) and _is_key(node.args[0])
-                or isinstance(node, ast.Dict) and any(_is_key(key) for key in node.keys)
-                or isinstance(node, ast.Compare) and _is_key(node.left)
-                and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
-                or isinstance(node, ast.Attribute) and node.attr == NBGRADER_KEY
-                and isinstance(node.value, ast.Attribute) and node.value.attr == "metadata"):
+        if (
+            isinstance(node, ast.Subscript)
+            and _is_key(node.slice)
+            or isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and bool(node.args)
+            and _is_key(node.args[0])
+            or isinstance(node, ast.Dict)
+            and any(_is_key(key) for key in node.keys)
+            or isinstance(node, ast.Compare)
+            and _is_key(node.left)
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            or isinstance(node, ast.Attribute)
+            and node.attr == NBGRADER_KEY
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "metadata"
+        ):
             lines.append(node.lineno)
     return sorted(lines)
 
@@ -246,25 +259,45 @@ def nbgrader_key_uses(tree: ast.AST) -> list[int]:
 def metadata_readers(root: Path = PACKAGE) -> dict[str, list[int]]:
     """Module -> the lines where it handles the ``"nbgrader"`` metadata key itself, for every
     module of the package but CELL_METADATA."""
-    found = {name: nbgrader_key_uses(ast.parse(path.read_text(), str(path))) for name, path in modules(root).items()
-             if name != CELL_METADATA}
+    found = {
+        name: nbgrader_key_uses(ast.parse(path.read_text(), str(path)))
+        for name, path in modules(root).items()
+        if name != CELL_METADATA
+    }
     return {name: lines for name, lines in found.items() if lines}
 
 
 def raw_metadata_reads(tree: ast.AST) -> list[int]:
     """The lines where ``tree`` asks notebook_cells for the raw metadata dict (``fields``), to
     read its entries itself, however notebook_cells was imported."""
-    aliases = {alias.asname or alias.name.split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name == CELL_METADATA}
-    aliases |= {alias.asname or alias.name for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.module == "autograder"
-                for alias in node.names if alias.name == "notebook_cells"}
-    lines = [node.lineno for node in ast.walk(tree)
-             if isinstance(node, ast.ImportFrom) and node.module == CELL_METADATA
-             and any(alias.name in RAW_METADATA for alias in node.names)]
-    lines += [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-              and node.attr in RAW_METADATA and (ast.unparse(node.value) in aliases
-                                                 or ast.unparse(node.value) == CELL_METADATA)]
+    aliases = {
+        alias.asname or alias.name.split(".")[-1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == CELL_METADATA
+    }
+    aliases |= {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "autograder"
+        for alias in node.names
+        if alias.name == "notebook_cells"
+    }
+    lines = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module == CELL_METADATA
+        and any(alias.name in RAW_METADATA for alias in node.names)
+    ]
+    lines += [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in RAW_METADATA
+        and (ast.unparse(node.value) in aliases or ast.unparse(node.value) == CELL_METADATA)
+    ]
     return sorted(lines)
 
 
@@ -274,16 +307,21 @@ def test_notebook_metadata_is_read_in_one_module() -> None:
     from ``notebook_cells.fields`` to read it, rather than asking notebook_cells?"""
     assert CELL_METADATA in modules()
     assert metadata_readers() == {}
-    raw = {name: lines for name, path in modules().items() if name != CELL_METADATA
-           and (lines := raw_metadata_reads(ast.parse(path.read_text(), str(path))))}
+    raw = {
+        name: lines
+        for name, path in modules().items()
+        if name != CELL_METADATA and (lines := raw_metadata_reads(ast.parse(path.read_text(), str(path))))
+    }
     assert raw == {}
 
 
 def test_a_read_of_the_raw_metadata_is_found() -> None:
     """Would the rule above see the raw dict taken from notebook_cells, by each way of importing it?"""
-    for code in ("from autograder import notebook_cells as nbc\nnbc.fields(c).get('grade')",
-                 "import autograder.notebook_cells\nautograder.notebook_cells.fields(c)",
-                 "from autograder.notebook_cells import fields"):
+    for code in (
+        "from autograder import notebook_cells as nbc\nnbc.fields(c).get('grade')",
+        "import autograder.notebook_cells\nautograder.notebook_cells.fields(c)",
+        "from autograder.notebook_cells import fields",
+    ):
         assert raw_metadata_reads(ast.parse(code)) != [], code
     assert raw_metadata_reads(ast.parse("from autograder import notebook_cells as nbc\nnbc.name_of(c)")) == []
 
@@ -309,8 +347,11 @@ def long_functions(root: Path = PACKAGE, limit: int = MAX_FUNCTION_LINES) -> dic
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
-            if lines > limit and not WHY_LONG.search(ast.get_docstring(node) or "") \
-                    and (path.name, node.name) not in shown:
+            if (
+                lines > limit
+                and not WHY_LONG.search(ast.get_docstring(node) or "")
+                and (path.name, node.name) not in shown
+            ):
                 long[f"{name}.{node.name}"] = lines
     return long
 

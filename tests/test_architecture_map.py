@@ -11,8 +11,10 @@ REPO = Path(__file__).resolve().parents[1]
 MAP = REPO / "ARCHITECTURE.md"
 SECTION = "## Every package and module"
 # a path from the repository's root to a file (a suffix of these), or a document by its capital name
-CITED_PATH = re.compile(r"(?<![\w./-])((?:autograder|tests|benchmarks|book|hub|notebooks|solutions|deploy|binder"
-                        r"|_static|_templates|\.ci)/[\w./-]*\.(?:py|md|ipynb|toml|yml|yaml|json|txt|cfg|sh))\b")
+CITED_PATH = re.compile(
+    r"(?<![\w./-])((?:autograder|tests|benchmarks|book|hub|notebooks|solutions|deploy|binder"
+    r"|_static|_templates|\.ci)/[\w./-]*\.(?:py|md|ipynb|toml|yml|yaml|json|txt|cfg|sh))\b"
+)
 CITED_DOC = re.compile(r"(?<![\w./-])([A-Z][A-Z_]+\.md)\b")
 PLACEHOLDER = re.compile(r"NN|LAB|STUDENT|NAME|\*|\{|<")  # a pattern of paths, not a path
 SELF = Path(__file__).resolve().relative_to(REPO).as_posix()  # its examples of dead citations are on purpose
@@ -22,8 +24,9 @@ TEXT = (".py", ".md", ".toml", ".yml", ".yaml", ".cfg", ".txt", ".sh")
 def on_disk(root: Path = REPO) -> set[str]:
     """Every package (``autograder/.../``) and module (``autograder/.../x.py``, not ``__init__``)."""
     files = [p for p in (root / "autograder").rglob("*.py") if "__pycache__" not in p.parts]
-    return ({p.relative_to(root).as_posix() for p in files if p.name != "__init__.py"}
-            | {p.parent.relative_to(root).as_posix() + "/" for p in files if p.name == "__init__.py"})
+    return {p.relative_to(root).as_posix() for p in files if p.name != "__init__.py"} | {
+        p.parent.relative_to(root).as_posix() + "/" for p in files if p.name == "__init__.py"
+    }
 
 
 def named(text: str) -> set[str]:
@@ -45,9 +48,14 @@ def dead_citations(files: dict[str, str], root: Path = REPO) -> dict[str, list[s
 
 def tracked_text() -> dict[str, str]:
     out = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return {name: (REPO / name).read_text(errors="replace") for name in out.split()
-            if (name.endswith(TEXT) or Path(name).name in ("Makefile", "run")) and (REPO / name).is_file()
-            and not name.startswith("benchmarks/results/") and name != SELF}
+    return {
+        name: (REPO / name).read_text(errors="replace")
+        for name in out.split()
+        if (name.endswith(TEXT) or Path(name).name in ("Makefile", "run"))
+        and (REPO / name).is_file()
+        and not name.startswith("benchmarks/results/")
+        and name != SELF
+    }
 
 
 def test_the_map_names_every_package_and_module_and_nothing_else() -> None:
@@ -55,8 +63,10 @@ def test_the_map_names_every_package_and_module_and_nothing_else() -> None:
     only those (a module added, moved or removed shows here until the map follows)?"""
     assert len(on_disk()) > 100
     listed = named(MAP.read_text())
-    assert {"missing from the map": sorted(on_disk() - listed), "not in the tree": sorted(listed - on_disk())} \
-        == {"missing from the map": [], "not in the tree": []}
+    assert {"missing from the map": sorted(on_disk() - listed), "not in the tree": sorted(listed - on_disk())} == {
+        "missing from the map": [],
+        "not in the tree": [],
+    }
 
 
 def test_a_module_left_off_the_map_is_found(tmp_path: Path) -> None:
@@ -77,6 +87,8 @@ def test_no_file_cites_a_file_that_does_not_exist() -> None:
 
 def test_a_dead_citation_is_found() -> None:
     """Would the check see a document outside the repository and a moved module's old path?"""
-    files = {"a.py": '"""See DESIGN.md, "Trust model of grading"; and autograder/grading/grader/sandbox.py."""',
-             "b.md": "`autograder/grading/grader/run/bwrap.py`, `solutions/NN-slug/NN-slug.ipynb`, README.md"}
+    files = {
+        "a.py": '"""See DESIGN.md, "Trust model of grading"; and autograder/grading/grader/sandbox.py."""',
+        "b.md": "`autograder/grading/grader/run/bwrap.py`, `solutions/NN-slug/NN-slug.ipynb`, README.md",
+    }
     assert dead_citations(files) == {"a.py": ["DESIGN.md", "autograder/grading/grader/sandbox.py"]}

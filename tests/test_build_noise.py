@@ -56,14 +56,20 @@ def test_a_kernel_of_this_environment_says_nothing_about_tcp(tmp_path: Path):
     """Does a kernel started over TCP, as Jupyter Book starts one per lecture, print no notice about
     encryption (tools/ipython_kernel_config.py, which `make venv` copies into the environment)?"""
     installed = Path(sys.prefix, "etc", "ipython", "ipython_kernel_config.py")
-    assert installed.is_file() and installed.read_text() == (REPO / "tools" / "ipython_kernel_config.py").read_text(), \
+    assert installed.is_file() and installed.read_text() == (REPO / "tools" / "ipython_kernel_config.py").read_text(), (
         f"{installed} is missing or old: make venv copies it"
+    )
     from jupyter_client.connect import write_connection_file
 
     connection, _ = write_connection_file(str(tmp_path / "kernel.json"), ip="127.0.0.1", transport="tcp")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")} | {"IPYTHONDIR": tempfile.mkdtemp()}
-    kernel = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", "-f", connection], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kernel = subprocess.Popen(
+        [sys.executable, "-m", "ipykernel_launcher", "-f", connection],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(8)
     kernel.terminate()
     out, err = kernel.communicate(timeout=30)

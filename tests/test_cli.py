@@ -58,10 +58,13 @@ def test_release_rerun_is_byte_identical(tmp_path: Path) -> None:
     """Does `python -m autograder release LAB` rewrite the same bytes on a rerun?"""
     root = make_course(tmp_path / "course")
     committed = (root / "notebooks" / LAB / f"{LAB}.ipynb").read_bytes()
-    subprocess.run([sys.executable, "-m", "autograder", "--course", str(root), "release", LAB],
-                   check=True, capture_output=True, env=course.tool_env())
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "--course", str(root), "release", LAB],
+        check=True,
+        capture_output=True,
+        env=course.tool_env(),
+    )
     assert (root / "notebooks" / LAB / f"{LAB}.ipynb").read_bytes() == committed
-
 
 
 def _processes_in(token: str) -> dict[int, bytes]:
@@ -88,9 +91,23 @@ def test_sigterm_stops_grading_with_its_workers_and_kernels(tmp_path: Path) -> N
     submit(tmp_path / "inbox", "ada", with_cell(answered(), "setup", "import time\ntime.sleep(300)"))
     # every process of this grading has it in its TMPDIR or its paths (short: socket paths are in it)
     token = tempfile.mkdtemp(prefix="sigterm-", dir="/tmp")
-    grading = subprocess.Popen([sys.executable, "-m", "autograder", "--course", str(root), "grade",
-                                str(tmp_path / "inbox"), "--jobs", "2", "--no-progress"],
-                               env=course.tool_env(TMPDIR=token), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    grading = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "--course",
+            str(root),
+            "grade",
+            str(tmp_path / "inbox"),
+            "--jobs",
+            "2",
+            "--no-progress",
+        ],
+        env=course.tool_env(TMPDIR=token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 240
         while not any(b"/k/0/" in cmdline for cmdline in _processes_in(token).values()):  # ada's kernel

@@ -52,24 +52,36 @@ def test_a_wrong_answer_makes_one_mistake():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: grading refuses "
-                                                          "to run student code without its sandbox")
+@pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap (bwrap) is not installed: grading refuses to run student code without its sandbox",
+)
 def test_the_demo_grades_its_class_and_says_where_the_results_are(tmp_path: Path):
     """Does `python -m autograder demo DIR` grade the class (full 5/5 with no finding, partial 2/5,
     blank and wrong 0), and end with the paths of grades.csv, the feedback and the class report?"""
     folder = tmp_path / "demo"
-    run = subprocess.run([sys.executable, "-m", "autograder", "--course", str(REPO), "demo", str(folder)],
-                         cwd=REPO, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "--course", str(REPO), "demo", str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    rows = {r["student_id"]: (float(r["score"]), float(r["max_score"])) for r in csv.DictReader(
-        (folder / "grades.csv").open())}
+    rows = {
+        r["student_id"]: (float(r["score"]), float(r["max_score"]))
+        for r in csv.DictReader((folder / "grades.csv").open())
+    }
     assert rows == {"full": (5, 5), "partial": (2, 5), "blank": (0, 5), "wrong": (0, 5)}
     lines = run.stdout.splitlines()
     full = next(line for line in lines if line.startswith("full "))
     assert full.split()[-2:] == ["5/5", "ok"], full
     assert "Needs an instructor's eyes" not in run.stdout, run.stdout
-    results = {"grades.csv": folder / "grades.csv", "feedback": folder / "feedback",
-               "report": folder / "reports" / demo.LAB / "index.html"}
+    results = {
+        "grades.csv": folder / "grades.csv",
+        "feedback": folder / "feedback",
+        "report": folder / "reports" / demo.LAB / "index.html",
+    }
     for line, path in zip(lines[-3:], results.values(), strict=True):
         assert line.endswith(str(path.resolve())) and path.exists(), (line, path)
     blank = (folder / "feedback" / "blank" / demo.LAB / f"{demo.LAB}.html").read_text()

@@ -56,8 +56,14 @@ def test_the_readme_links_the_guides_the_architecture_and_its_pictures():
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
     missing = [t for t in targets if not t.startswith("http") and not (REPO / t).exists()]
     assert not missing, missing
-    for target in ["book/guides/student.md", "book/guides/instructor.md", "book/guides/publisher.md",
-                   "ARCHITECTURE.md#trust-model-of-grading", "images/site.png", "images/report.png"]:
+    for target in [
+        "book/guides/student.md",
+        "book/guides/instructor.md",
+        "book/guides/publisher.md",
+        "ARCHITECTURE.md#trust-model-of-grading",
+        "images/site.png",
+        "images/report.png",
+    ]:
         assert f"({target})" in text, target
     assert "## Trust model of grading" in (REPO / "ARCHITECTURE.md").read_text()
 
@@ -71,6 +77,7 @@ def test_the_hostile_submissions_are_listed_in_the_instructor_guide_only():
 
 # ----------------------------------------------------------------------------- run as written
 
+
 def _script(code: str, origin: Path) -> tuple[str, Path]:
     """The block's commands, its clone made from ``origin`` and given this checkout's environment
     right after it; and the folder the clone lands in (relative to where the block runs)."""
@@ -78,10 +85,9 @@ def _script(code: str, origin: Path) -> tuple[str, Path]:
     assert match, f"the block does not start from a clone:\n{code}"
     folder = Path(match.group(1).rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
     dated = " ".join(str(folder / name) for name in STAMP_PREREQUISITES)
-    prepare = (f"ln -s {REPO / '.venv'} {folder / '.venv'}\n"
-               f"touch -d '2000-01-01' {dated}\n")
+    prepare = f"ln -s {REPO / '.venv'} {folder / '.venv'}\ntouch -d '2000-01-01' {dated}\n"
     start, end = match.span()
-    return f"{code[:start]}git clone --quiet {origin} {folder}\n{prepare}{code[end + 1:]}", folder
+    return f"{code[:start]}git clone --quiet {origin} {folder}\n{prepare}{code[end + 1 :]}", folder
 
 
 @pytest.fixture
@@ -106,8 +112,15 @@ def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
     JupyterLab on them (stopped once it says where it listens)?"""
     script, folder = _script(blocks()["student"], origin)
     (tmp_path / "home").mkdir()
-    lab = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=_env(tmp_path),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lab = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     seen: list[str] = []
     try:
         deadline = time.monotonic() + 240
@@ -127,20 +140,29 @@ def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: grading refuses "
-                                                          "to run student code without its sandbox")
+@pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap (bwrap) is not installed: grading refuses to run student code without its sandbox",
+)
 def test_the_instructor_path_runs_as_written(origin: Path, tmp_path: Path):
     """Does the instructor's block, in a fresh clone, grade the demo class and end with the paths
     of its grades, feedback and class report, the full marks student with 5 points of 5?"""
     script, folder = _script(blocks()["instructor"], origin)
     (tmp_path / "home").mkdir()
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=_env(tmp_path),
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     demo = tmp_path / folder / "demo"
     tail = run.stdout.strip().splitlines()[-3:]
-    for line, path in zip(tail, [demo / "grades.csv", demo / "feedback", demo / "reports" / "00-warmup" / "index.html"],
-                          strict=True):
+    for line, path in zip(
+        tail, [demo / "grades.csv", demo / "feedback", demo / "reports" / "00-warmup" / "index.html"], strict=True
+    ):
         assert line.endswith(str(path)) and path.exists(), (line, path)
     rows = {r["student_id"]: r for r in csv.DictReader((demo / "grades.csv").open())}
     assert set(rows) == {"full", "partial", "blank", "wrong"}

@@ -24,9 +24,18 @@ def test_the_gpu_is_found_by_nvidia_smi_or_the_driver():
     assert torch_build.nvidia_found(lambda _: None, lambda _: False) is None
 
 
-@pytest.mark.parametrize(("asked", "found", "build"), [
-    (None, None, "cpu"), ("", None, "cpu"), ("auto", None, "cpu"), (None, "nvidia-smi is on PATH", "cuda"),
-    ("cpu", "nvidia-smi is on PATH", "cpu"), ("cuda", None, "cuda"), ("CUDA", None, "cuda")])
+@pytest.mark.parametrize(
+    ("asked", "found", "build"),
+    [
+        (None, None, "cpu"),
+        ("", None, "cpu"),
+        ("auto", None, "cpu"),
+        (None, "nvidia-smi is on PATH", "cuda"),
+        ("cpu", "nvidia-smi is on PATH", "cpu"),
+        ("cuda", None, "cuda"),
+        ("CUDA", None, "cuda"),
+    ],
+)
 def test_the_build_is_the_one_asked_for_else_the_one_the_machine_runs(asked, found, build):
     """TORCH=cpu|cuda wins; otherwise CUDA where a GPU was found, CPU where none was; the reason is said."""
     chosen, why = torch_build.choose(asked, found)
@@ -57,11 +66,16 @@ def test_the_pin_is_requirements_txts_and_the_makefile_installs_torch_first():
     assert recipe.index("tools/torch_build.py") < recipe.index("-r requirements.txt")
 
 
-@pytest.mark.parametrize(("torch", "said"), [("cpu", "the CPU build, as TORCH=cpu"),
-                                             ("cuda", "the CUDA build, as TORCH=cuda")])
+@pytest.mark.parametrize(
+    ("torch", "said"), [("cpu", "the CPU build, as TORCH=cpu"), ("cuda", "the CUDA build, as TORCH=cuda")]
+)
 def test_the_script_says_what_it_picked(torch, said):
     """Does the script print which build it picked, and why, before installing (here: --dry-run)?"""
-    run = subprocess.run([sys.executable, str(REPO / "tools" / "torch_build.py"), "--dry-run"],
-                         env={"TORCH": torch, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "torch_build.py"), "--dry-run"],
+        env={"TORCH": torch, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert said in run.stdout.splitlines()[0]

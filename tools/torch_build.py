@@ -66,23 +66,26 @@ def commands(build: str, version: str, platform: str = sys.platform) -> list[lis
         return [[f"torch=={version}"]]  # PyPI's wheel: CUDA on Linux, the only build elsewhere
     local = version if "+" in version else f"{version}+cpu"
     # A CPU wheel at hand (find-links): no index is asked; its dependencies come with the other pins.
-    return [["--no-index", "--no-deps", f"torch=={local}"],
-            [f"torch=={version}", "--index-url", CPU_INDEX]]
+    return [["--no-index", "--no-deps", f"torch=={local}"], [f"torch=={version}", "--index-url", CPU_INDEX]]
 
 
 def install(build: str, version: str, dry_run: bool = False) -> int:
     """Run the commands of ``build`` until one succeeds; the exit status of the last one tried."""
     tries = commands(build, version)
     if dry_run:
-        print("\n".join(f"  {'then, if it fails, ' if i else ''}pip install {' '.join(args)}"
-                        for i, args in enumerate(tries)))
+        print(
+            "\n".join(
+                f"  {'then, if it fails, ' if i else ''}pip install {' '.join(args)}" for i, args in enumerate(tries)
+            )
+        )
         return 0
     for i, args in enumerate(tries):
         line = [sys.executable, "-m", "pip", "install", *args]
         print("  " + " ".join(line[2:]), flush=True)
         last = i == len(tries) - 1
-        done = subprocess.run(line, stderr=None if last else subprocess.DEVNULL,
-                              stdout=None if last else subprocess.DEVNULL)
+        done = subprocess.run(
+            line, stderr=None if last else subprocess.DEVNULL, stdout=None if last else subprocess.DEVNULL
+        )
         if done.returncode == 0:
             return 0
     return done.returncode

@@ -88,19 +88,28 @@ def check_leaks_future(leaks_future, seed: int = 0) -> None:
         for label, layer in _layers(d, seed * 10 + d):
             what = f"leaks_future(layer, d_model={d}, length={length}) for {label} (seed {seed})"
             expected = _reference_leaks_future(layer, d, length=length)
-            with forbidden(leaks_future, ["autograder.reference.leaks.leaks_future"],
-                           "Perturb the inputs yourself and compare the outputs."):
+            with forbidden(
+                leaks_future,
+                ["autograder.reference.leaks.leaks_future"],
+                "Perturb the inputs yourself and compare the outputs.",
+            ):
                 found = call(leaks_future, layer, d, length=length, what=what)
             if isinstance(found, Tensor) and found.numel() == 1 and found.dtype == torch.bool:
                 found = bool(found)
             if not isinstance(found, bool):
-                fail(what, "a bool (True or False)", describe(found),
-                     hint="return a Python bool: bool(...) of a comparison.")
+                fail(
+                    what,
+                    "a bool (True or False)",
+                    describe(found),
+                    hint="return a Python bool: bool(...) of a comparison.",
+                )
             hint = None
             if found != expected:
-                hint = ("a layer that does not leak was reported as leaking: change only positions AFTER t "
-                        "and compare only outputs at positions 0..t, with a tolerance for round-off."
-                        if not expected else
-                        "this leak was missed: try EVERY split point t in 0..L-2 (change the inputs after t, "
-                        "compare the outputs up to t), and count any change above about 1e-6 as a leak.")
+                hint = (
+                    "a layer that does not leak was reported as leaking: change only positions AFTER t "
+                    "and compare only outputs at positions 0..t, with a tolerance for round-off."
+                    if not expected
+                    else "this leak was missed: try EVERY split point t in 0..L-2 (change the inputs after t, "
+                    "compare the outputs up to t), and count any change above about 1e-6 as a leak."
+                )
             expect_equal(what, found, expected, hint=hint)

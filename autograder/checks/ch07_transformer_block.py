@@ -33,17 +33,26 @@ from autograder.checks.dropout import expect_dropout
 from autograder.reference.interop import torch_layer_from
 
 _LAYER_OPS = [
-    "autograder.reference.EncoderLayer", "autograder.reference.DecoderLayer",
-    "autograder.reference.Encoder", "autograder.reference.Decoder", "autograder.reference.EncoderDecoder",
-    "torch.nn.TransformerEncoderLayer.__init__", "torch.nn.TransformerEncoderLayer.forward",
-    "torch.nn.TransformerDecoderLayer.__init__", "torch.nn.TransformerDecoderLayer.forward",
-    "torch.nn.Transformer.forward", "torch._transformer_encoder_layer_fwd",
+    "autograder.reference.EncoderLayer",
+    "autograder.reference.DecoderLayer",
+    "autograder.reference.Encoder",
+    "autograder.reference.Decoder",
+    "autograder.reference.EncoderDecoder",
+    "torch.nn.TransformerEncoderLayer.__init__",
+    "torch.nn.TransformerEncoderLayer.forward",
+    "torch.nn.TransformerDecoderLayer.__init__",
+    "torch.nn.TransformerDecoderLayer.forward",
+    "torch.nn.Transformer.forward",
+    "torch._transformer_encoder_layer_fwd",
 ]
-_BUILD_LAYER = ("Build the layer from reference.MultiHeadAttention, reference.LayerNorm (or nn.LayerNorm) "
-                "and reference.PositionwiseFeedForward, with residual connections of your own.")
+_BUILD_LAYER = (
+    "Build the layer from reference.MultiHeadAttention, reference.LayerNorm (or nn.LayerNorm) "
+    "and reference.PositionwiseFeedForward, with residual connections of your own."
+)
 
 
 # ----------------------------------------------------------------------------- PyTorch's layers
+
 
 def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk: int) -> Tensor | None:
     """Our mask (True = may attend, broadcastable to ``(B, H, Lq, Lk)``) as the ``attn_mask``
@@ -56,11 +65,17 @@ def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk
 def torch_layer_like(layer: v.Layer) -> nn.Module:
     """PyTorch's own layer (batch first, ReLU, no dropout) holding the weights of a
     reference ``EncoderLayer`` or ``DecoderLayer``: q/k/v are packed into ``in_proj_weight``."""
-    return torch_layer_from(layer, layer.self_attn.num_heads, decoder=hasattr(layer, "cross_attn"),
-                            norm_first=layer.norm_first, eps=layer.norm1.eps).eval()
+    return torch_layer_from(
+        layer,
+        layer.self_attn.num_heads,
+        decoder=hasattr(layer, "cross_attn"),
+        norm_first=layer.norm_first,
+        eps=layer.norm1.eps,
+    ).eval()
 
 
 # ----------------------------------------------------------------------------- inputs
+
 
 def _lengths_mask(lengths: list[int], length: int) -> Tensor:
     """Padding mask ``(B, 1, 1, L)``: True for the first ``lengths[b]`` positions."""
@@ -69,38 +84,72 @@ def _lengths_mask(lengths: list[int], length: int) -> Tensor:
 
 # ----------------------------------------------------------------------------- the layers
 
-def _compare_layer(what: str, found: Tensor, expected: Tensor, oracle: Tensor | None, oracle_name: str,
-                   mistakes: dict[str, Callable[[], Tensor]]) -> None:
+
+def _compare_layer(
+    what: str,
+    found: Tensor,
+    expected: Tensor,
+    oracle: Tensor | None,
+    oracle_name: str,
+    mistakes: dict[str, Callable[[], Tensor]],
+) -> None:
     __tracebackhide__ = True
     atol, rtol = (1e-5, 1e-4) if expected.dtype == torch.float64 else (2e-5, 2e-4)
     expect_close(what, found, expected, mistakes=mistakes, atol=atol, rtol=rtol)
     if oracle is not None:
-        expect_close(f"{what}, against {oracle_name} with the same weights", found, oracle, mistakes=mistakes,
-                     atol=1e-4, rtol=1e-3)
+        expect_close(
+            f"{what}, against {oracle_name} with the same weights",
+            found,
+            oracle,
+            mistakes=mistakes,
+            atol=1e-4,
+            rtol=1e-3,
+        )
 
 
-def _layer_dropout(Layer: type, name: str, seed: int, norm_first: bool, d: int, h: int, f: int, inputs: tuple,
-                   lengths: tuple[int, ...]) -> None:
+def _layer_dropout(
+    Layer: type, name: str, seed: int, norm_first: bool, d: int, h: int, f: int, inputs: tuple, lengths: tuple[int, ...]
+) -> None:
     """The layer in training mode, dropout 0.3, float64: the reference's output under the same
     fixed dropout masks, or the name of the misplaced or missing dropout."""
     __tracebackhide__ = True
     p, decoder = 0.3, name == "DecoderLayer"
     make: Callable[..., v.Layer] = reference.DecoderLayer if decoder else reference.EncoderLayer
-    ref = seeded_layer(make, seed * 100 + 50 + norm_first, d_model=d, num_heads=h, d_ff=f, dropout=p,
-                        norm_first=norm_first).double().train()
+    ref = (
+        seeded_layer(
+            make, seed * 100 + 50 + norm_first, d_model=d, num_heads=h, d_ff=f, dropout=p, norm_first=norm_first
+        )
+        .double()
+        .train()
+    )
     b, t_len = inputs[0].shape[:2]
-    what = (f"{name}(d_model={d}, num_heads={h}, d_ff={f}, dropout={p}, norm_first={norm_first}) on inputs of "
-            f"shapes {[tuple(x.shape) for x in inputs[:2 if decoder else 1]]}, float64, in training mode "
-            f"(dropout drawn from the check's seed {seed})")
+    what = (
+        f"{name}(d_model={d}, num_heads={h}, d_ff={f}, dropout={p}, norm_first={norm_first}) on inputs of "
+        f"shapes {[tuple(x.shape) for x in inputs[: 2 if decoder else 1]]}, float64, in training mode "
+        f"(dropout drawn from the check's seed {seed})"
+    )
     args = inputs if decoder else (inputs[0], None, inputs[1], None)  # as variants.layer_variant takes them
-    sites = {(b, h, t_len, t_len): ("the self-attention weights", 1), (b, t_len, f): ("the FFN's hidden units", 1),
-             (b, t_len, d): ("the sublayer outputs", 2 + decoder)}
+    sites = {
+        (b, h, t_len, t_len): ("the self-attention weights", 1),
+        (b, t_len, f): ("the FFN's hidden units", 1),
+        (b, t_len, d): ("the sublayer outputs", 2 + decoder),
+    }
     if decoder:
         sites[(b, h, t_len, lengths[1])] = ("the cross-attention weights", 1)
     with forbidden(Layer, _LAYER_OPS, _BUILD_LAYER):
         layer = make_candidate(Layer, (d, h, f, p), ref, what, norm_first=norm_first)
-    expect_dropout(what, layer, inputs, seed, lambda: ref(*inputs), v.dropout_mistakes(ref, args, norm_first, p),
-                   sites, (Layer, _LAYER_OPS, _BUILD_LAYER), atol=1e-9, rtol=1e-7)
+    expect_dropout(
+        what,
+        layer,
+        inputs,
+        seed,
+        lambda: ref(*inputs),
+        v.dropout_mistakes(ref, args, norm_first, p),
+        sites,
+        (Layer, _LAYER_OPS, _BUILD_LAYER),
+        atol=1e-9,
+        rtol=1e-7,
+    )
 
 
 def _encoder_cases(seed: int) -> list[tuple]:
@@ -124,26 +173,40 @@ def check_encoder_layer(EncoderLayer, seed: int = 0) -> None:
             _check_encoder_case(EncoderLayer, seed, seed * 100 + i + 10 * norm_first, norm_first, *case)
     for norm_first in (False, True):
         x = random_tensor((2, 5, 8), seed * 100 + 60, torch.float64)
-        _layer_dropout(EncoderLayer, "EncoderLayer", seed, norm_first, 8, 2, 16, (x, _lengths_mask([5, 3], 5)),
-                       (5,))
+        _layer_dropout(EncoderLayer, "EncoderLayer", seed, norm_first, 8, 2, 16, (x, _lengths_mask([5, 3], 5)), (5,))
 
 
-def _check_encoder_case(EncoderLayer, seed: int, s: int, norm_first: bool, d: int, h: int, f: int, b: int,
-                        s_len: int, lengths: list[int] | None, dtype) -> None:
+def _check_encoder_case(
+    EncoderLayer,
+    seed: int,
+    s: int,
+    norm_first: bool,
+    d: int,
+    h: int,
+    f: int,
+    b: int,
+    s_len: int,
+    lengths: list[int] | None,
+    dtype,
+) -> None:
     __tracebackhide__ = True
-    what = (f"EncoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
-            f"on x {(b, s_len, d)}, {dtype_name(dtype)}, src_mask "
-            f"{'None' if lengths is None else f'for lengths {lengths}'}, eval mode (seed {seed})")
-    ref = seeded_layer(reference.EncoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1,
-                        norm_first=norm_first).to(dtype)
+    what = (
+        f"EncoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
+        f"on x {(b, s_len, d)}, {dtype_name(dtype)}, src_mask "
+        f"{'None' if lengths is None else f'for lengths {lengths}'}, eval mode (seed {seed})"
+    )
+    ref = seeded_layer(
+        reference.EncoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1, norm_first=norm_first
+    ).to(dtype)
     x = random_tensor((b, s_len, d), s, dtype)
     mask = None if lengths is None else _lengths_mask(lengths, s_len)
     expected = ref(x, mask)
     oracle = None
     if lengths is None or min(lengths) > 0:  # PyTorch gives NaN for fully masked rows
         oracle = torch_layer_like(ref)(x, src_mask=torch_attn_mask(mask, b, h, s_len, s_len)).detach()
-    mistakes = v.layer_mistakes(ref, (x, None, mask, None), norm_first,
-                                {v.SRC_MASK_IGNORED: dict(ignore_tgt_mask=True)})
+    mistakes = v.layer_mistakes(
+        ref, (x, None, mask, None), norm_first, {v.SRC_MASK_IGNORED: dict(ignore_tgt_mask=True)}
+    )
     with forbidden(EncoderLayer, _LAYER_OPS, _BUILD_LAYER):
         layer = make_candidate(EncoderLayer, (d, h, f, 0.1), ref, what, norm_first=norm_first)
         found = call(layer, x, mask, what=what)
@@ -187,20 +250,44 @@ def check_decoder_layer(DecoderLayer, seed: int = 0) -> None:
     for norm_first in (False, True):
         y, memory = (random_tensor((2, n, 8), seed * 100 + 70 + n, torch.float64) for n in (4, 6))
         tgt_mask = reference.causal_mask(4) & _lengths_mask([4, 3], 4)  # (B, 1, T, T)
-        _layer_dropout(DecoderLayer, "DecoderLayer", seed, norm_first, 8, 2, 16,
-                       (y, memory, tgt_mask, _lengths_mask([6, 2], 6)), (4, 6))
+        _layer_dropout(
+            DecoderLayer,
+            "DecoderLayer",
+            seed,
+            norm_first,
+            8,
+            2,
+            16,
+            (y, memory, tgt_mask, _lengths_mask([6, 2], 6)),
+            (4, 6),
+        )
 
 
-def _check_decoder_case(DecoderLayer, seed: int, s: int, norm_first: bool, d: int, h: int, f: int, b: int,
-                        t_len: int, s_len: int, tgt_lengths: list[int] | None, src_lengths: list[int] | None,
-                        dtype) -> None:
+def _check_decoder_case(
+    DecoderLayer,
+    seed: int,
+    s: int,
+    norm_first: bool,
+    d: int,
+    h: int,
+    f: int,
+    b: int,
+    t_len: int,
+    s_len: int,
+    tgt_lengths: list[int] | None,
+    src_lengths: list[int] | None,
+    dtype,
+) -> None:
     __tracebackhide__ = True
-    what = (f"DecoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
-            f"on y {(b, t_len, d)} and memory {(b, s_len, d)}, {dtype_name(dtype)}, causal tgt_mask"
-            f"{'' if tgt_lengths is None else f' and target lengths {tgt_lengths}'}, memory_mask "
-            f"{'None' if src_lengths is None else f'for source lengths {src_lengths}'}, eval mode (seed {seed})")
-    ref = seeded_layer(reference.DecoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1,
-                        norm_first=norm_first).to(dtype)
+    what = (
+        f"DecoderLayer(d_model={d}, num_heads={h}, d_ff={f}, dropout=0.1, norm_first={norm_first}) "
+        f"on y {(b, t_len, d)} and memory {(b, s_len, d)}, {dtype_name(dtype)}, causal tgt_mask"
+        f"{'' if tgt_lengths is None else f' and target lengths {tgt_lengths}'}, memory_mask "
+        f"{'None' if src_lengths is None else f'for source lengths {src_lengths}'}, eval mode (seed {seed})"
+    )
+    ref = seeded_layer(
+        reference.DecoderLayer, s, d_model=d, num_heads=h, d_ff=f, dropout=0.1, norm_first=norm_first
+    ).to(dtype)
     y = random_tensor((b, t_len, d), s, dtype)
     memory = random_tensor((b, s_len, d), s + 1, dtype)
     tgt_mask = reference.causal_mask(t_len)  # (T, T)
@@ -211,8 +298,11 @@ def _check_decoder_case(DecoderLayer, seed: int, s: int, norm_first: bool, d: in
     oracle = None
     if src_lengths is None or min(src_lengths) > 0:
         oracle = torch_layer_like(ref)(
-            y, memory, tgt_mask=torch_attn_mask(tgt_mask, b, h, t_len, t_len),
-            memory_mask=torch_attn_mask(memory_mask, b, h, t_len, s_len)).detach()
+            y,
+            memory,
+            tgt_mask=torch_attn_mask(tgt_mask, b, h, t_len, t_len),
+            memory_mask=torch_attn_mask(memory_mask, b, h, t_len, s_len),
+        ).detach()
     mistakes = v.layer_mistakes(ref, (y, memory, tgt_mask, memory_mask), norm_first, _DECODER_MISTAKES)
     with forbidden(DecoderLayer, _LAYER_OPS, _BUILD_LAYER):
         layer = make_candidate(DecoderLayer, (d, h, f, 0.1), ref, what, norm_first=norm_first)

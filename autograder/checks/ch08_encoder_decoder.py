@@ -36,15 +36,19 @@ from autograder.checks.weights import load_reference_weights
 from autograder.data import BOS_ID
 
 _TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
 
 NO_EMBEDDING_DROPOUT = "no dropout on embeddings + positions: embed returns dropout(embedding(tokens) + pe[:L])"
-DROPOUT_BEFORE_POSITIONS = ("dropout on the embeddings before the positions are added, dropout(x) + pe: it "
-                            "belongs on the sum, dropout(x + pe)")
+DROPOUT_BEFORE_POSITIONS = (
+    "dropout on the embeddings before the positions are added, dropout(x) + pe: it belongs on the sum, dropout(x + pe)"
+)
 STACKS_WITHOUT_DROPOUT = "config.dropout not passed on to the encoder and decoder stacks"
 
 
 # ----------------------------------------------------------------------------- Embeddings
+
 
 @check
 def check_embeddings(Embeddings, seed: int = 0) -> None:
@@ -63,27 +67,46 @@ def _check_embeddings_case(Embeddings, seed: int, s: int, vocab: int, d: int, sh
         expected = ref(ids)
         lookup = ref.embedding(ids)
         pe = reference.sinusoidal_encoding(shape[1], d, dtype)
-    with forbidden(Embeddings, ["autograder.reference.Embeddings"],
-                   instead="Build it from nn.Embedding and math.sqrt."):
+    with forbidden(
+        Embeddings, ["autograder.reference.Embeddings"], instead="Build it from nn.Embedding and math.sqrt."
+    ):
         candidate = call(Embeddings, vocab, d, what=f"Embeddings({vocab}, {d})")
         load_reference_weights(candidate, ref, f"Embeddings({vocab}, {d})")
         candidate.to(dtype)
         with torch.no_grad():
             found = call(candidate, ids, what=what)
-    expect_close(what, found, expected, **_TOL[dtype], mistakes={
-        "embeddings not scaled by sqrt(d_model)": lookup,
-        "divided by sqrt(d_model) instead of multiplied": lookup / math.sqrt(d),
-        "scaled by d_model instead of sqrt(d_model)": lookup * d,
-        "positional encodings added inside Embeddings (the model adds them afterwards, once)": expected + pe,
-        "positional encodings added and the lookup not scaled": lookup + pe,
-    })
+    expect_close(
+        what,
+        found,
+        expected,
+        **_TOL[dtype],
+        mistakes={
+            "embeddings not scaled by sqrt(d_model)": lookup,
+            "divided by sqrt(d_model) instead of multiplied": lookup / math.sqrt(d),
+            "scaled by d_model instead of sqrt(d_model)": lookup * d,
+            "positional encodings added inside Embeddings (the model adds them afterwards, once)": expected + pe,
+            "positional encodings added and the lookup not scaled": lookup + pe,
+        },
+    )
 
 
 # ----------------------------------------------------------------------------- EncoderDecoder
 
-def _pipeline(m, src: Tensor, tgt_in: Tensor, *, scale: bool = True, positions: int = 1, causal: bool = True,
-              tgt_pad: bool = True, enc_mask: bool = True, cross_mask: bool = True, drop: str = "sum",
-              stack_dropout: bool = True) -> tuple[Tensor, Tensor]:
+
+def _pipeline(
+    m,
+    src: Tensor,
+    tgt_in: Tensor,
+    *,
+    scale: bool = True,
+    positions: int = 1,
+    causal: bool = True,
+    tgt_pad: bool = True,
+    enc_mask: bool = True,
+    cross_mask: bool = True,
+    drop: str = "sum",
+    stack_dropout: bool = True,
+) -> tuple[Tensor, Tensor]:
     """The reference model's forward pass with one piece switched off: ``(memory, logits)``.
     ``drop``: where the embeddings' dropout acts in training mode, "sum" (right), "none" or
     "embeddings" (before the positions are added)."""
@@ -114,8 +137,19 @@ def _pipeline(m, src: Tensor, tgt_in: Tensor, *, scale: bool = True, positions: 
 
 _MODEL_CASES: list[tuple[dict[str, Any], torch.dtype]] = [
     (dict(src_vocab_size=13, tgt_vocab_size=11, d_model=16, num_heads=2, num_layers=2, d_ff=32), torch.float32),
-    (dict(src_vocab_size=9, tgt_vocab_size=12, d_model=12, num_heads=3, num_layers=1, d_ff=24,
-          norm_first=True, tie_embeddings=True), torch.float64),
+    (
+        dict(
+            src_vocab_size=9,
+            tgt_vocab_size=12,
+            d_model=12,
+            num_heads=3,
+            num_layers=1,
+            d_ff=24,
+            norm_first=True,
+            tie_embeddings=True,
+        ),
+        torch.float64,
+    ),
 ]
 _BUILD_MODEL = "Assemble it from your Embeddings, sinusoidal_encoding, Encoder, Decoder and nn.Linear."
 
@@ -132,9 +166,13 @@ def _build_model(EncoderDecoder, config, ref, name: str):
     model = call(EncoderDecoder, config, what=f"{name} (a TransformerConfig)")
     load_reference_weights(model, ref, name)
     if config.tie_embeddings and model.generator.weight is not model.tgt_embed.embedding.weight:
-        fail(f"{name}: weight tying", "generator.weight to be the same Parameter as tgt_embed.embedding.weight",
-             "two separate parameters", "config.tie_embeddings ignored",
-             hint="after creating both: self.generator.weight = self.tgt_embed.embedding.weight")
+        fail(
+            f"{name}: weight tying",
+            "generator.weight to be the same Parameter as tgt_embed.embedding.weight",
+            "two separate parameters",
+            "config.tie_embeddings ignored",
+            hint="after creating both: self.generator.weight = self.tgt_embed.embedding.weight",
+        )
     return model
 
 
@@ -156,10 +194,12 @@ def _model_mistakes(ref, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[Tensor,
         "positional encodings not added": _pipeline(ref, src, tgt_in, positions=0),
         "positional encodings added twice": _pipeline(ref, src, tgt_in, positions=2),
         "source padding mask not used in the encoder's self-attention": _pipeline(ref, src, tgt_in, enc_mask=False),
-        "no causal mask in the decoder's self-attention (it sees the future)":
-            _pipeline(ref, src, tgt_in, causal=False),
-        "target padding not masked in the decoder's self-attention (causal mask only)":
-            _pipeline(ref, src, tgt_in, tgt_pad=False),
+        "no causal mask in the decoder's self-attention (it sees the future)": _pipeline(
+            ref, src, tgt_in, causal=False
+        ),
+        "target padding not masked in the decoder's self-attention (causal mask only)": _pipeline(
+            ref, src, tgt_in, tgt_pad=False
+        ),
         "source padding mask not used in cross-attention": _pipeline(ref, src, tgt_in, cross_mask=False),
     }
 
@@ -183,20 +223,36 @@ def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -
             if not (isinstance(out, tuple) and len(out) == 2):
                 fail(f"{name}.encode(src)", "a tuple (memory, src_mask)", describe(out))
             found_memory, found_mask = out
-            found_logits = call(model.decode, tgt_in, memory, src_mask,
-                                what=f"{name}.decode(tgt_in, memory, src_mask), tgt_in {tuple(tgt_in.shape)}")
+            found_logits = call(
+                model.decode,
+                tgt_in,
+                memory,
+                src_mask,
+                what=f"{name}.decode(tgt_in, memory, src_mask), tgt_in {tuple(tgt_in.shape)}",
+            )
             found_forward = call(model, src, tgt_in, what=f"{name}(src, tgt_in)")
             found_bos = call(model, src, tgt_in[:, :1], what=f"{name}(src, tgt_in) with a target of length 1")
     # float64 tolerance stays loose: a float32 or float64 positional table are both right
     tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
-    expect_equal(f"{name}.encode(src)[1], the source padding mask (True = may attend)", found_mask, src_mask,
-                 hint="reference.padding_mask(src, config.pad_id) has shape (B, 1, 1, S).")
-    expect_close(f"{name}.encode(src)[0], the memory", found_memory, memory, **tol,
-                 mistakes={k: v[0] for k, v in wrong.items()})
-    expect_close(f"{name}.decode(tgt_in, memory, src_mask), the logits", found_logits, logits, **tol,
-                 mistakes={k: v[1] for k, v in wrong.items() if "decoder" in k or "cross" in k})
-    expect_close(f"{name}(src, tgt_in), the logits", found_forward, logits, **tol,
-                 mistakes={k: v[1] for k, v in wrong.items()})
+    expect_equal(
+        f"{name}.encode(src)[1], the source padding mask (True = may attend)",
+        found_mask,
+        src_mask,
+        hint="reference.padding_mask(src, config.pad_id) has shape (B, 1, 1, S).",
+    )
+    expect_close(
+        f"{name}.encode(src)[0], the memory", found_memory, memory, **tol, mistakes={k: v[0] for k, v in wrong.items()}
+    )
+    expect_close(
+        f"{name}.decode(tgt_in, memory, src_mask), the logits",
+        found_logits,
+        logits,
+        **tol,
+        mistakes={k: v[1] for k, v in wrong.items() if "decoder" in k or "cross" in k},
+    )
+    expect_close(
+        f"{name}(src, tgt_in), the logits", found_forward, logits, **tol, mistakes={k: v[1] for k, v in wrong.items()}
+    )
     expect_close(f"{name}(src, tgt_in[:, :1]), a target of length 1", found_bos, bos_only, **tol)
 
 
@@ -214,19 +270,35 @@ def _check_model_dropout(EncoderDecoder, seed: int) -> None:
     (b, s_len), t_len = src.shape, tgt_in.size(1)
     sites: dict[tuple[int, ...], tuple[str, int]] = {
         (b, s_len, d): ("embeddings + positions and sublayer outputs, (B, S, D)", 1 + 2 * config.num_layers),
-        (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers)}
+        (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers),
+    }
     h, n = config.num_heads, config.num_layers
-    sites.update({(b, s_len, f): ("the encoder's feed-forward hidden units", n),
-                  (b, t_len, f): ("the decoder's feed-forward hidden units", n),
-                  (b, h, s_len, s_len): ("the encoder's attention weights", n),
-                  (b, h, t_len, t_len): ("the decoder's self-attention weights", n),
-                  (b, h, t_len, s_len): ("the decoder's cross-attention weights", n)})
+    sites.update(
+        {
+            (b, s_len, f): ("the encoder's feed-forward hidden units", n),
+            (b, t_len, f): ("the decoder's feed-forward hidden units", n),
+            (b, h, s_len, s_len): ("the encoder's attention weights", n),
+            (b, h, t_len, t_len): ("the decoder's self-attention weights", n),
+            (b, h, t_len, s_len): ("the decoder's cross-attention weights", n),
+        }
+    )
     forbid = (EncoderDecoder, ["autograder.reference.EncoderDecoder"], _BUILD_MODEL)
     with forbidden(*forbid):
         model = _build_model(EncoderDecoder, config, ref, name)
         model.double()
-    expect_dropout(what, model, (src, tgt_in), seed, lambda: ref(src, tgt_in), {
-        NO_EMBEDDING_DROPOUT: lambda: _pipeline(ref, src, tgt_in, drop="none")[1],
-        DROPOUT_BEFORE_POSITIONS: lambda: _pipeline(ref, src, tgt_in, drop="embeddings")[1],
-        STACKS_WITHOUT_DROPOUT: lambda: _pipeline(ref, src, tgt_in, stack_dropout=False)[1],
-    }, sites, forbid, atol=1e-6, rtol=1e-6)  # loose: a float32 or float64 positional table are both right
+    expect_dropout(
+        what,
+        model,
+        (src, tgt_in),
+        seed,
+        lambda: ref(src, tgt_in),
+        {
+            NO_EMBEDDING_DROPOUT: lambda: _pipeline(ref, src, tgt_in, drop="none")[1],
+            DROPOUT_BEFORE_POSITIONS: lambda: _pipeline(ref, src, tgt_in, drop="embeddings")[1],
+            STACKS_WITHOUT_DROPOUT: lambda: _pipeline(ref, src, tgt_in, stack_dropout=False)[1],
+        },
+        sites,
+        forbid,
+        atol=1e-6,
+        rtol=1e-6,
+    )  # loose: a float32 or float64 positional table are both right

@@ -39,6 +39,7 @@ from autograder.reference import train as reference_train
 
 # ----------------------------------------------------------------------------- Noam schedule
 
+
 def _noam(step: float, d: int, w: int, dpow: float = -0.5, wpow: float = -1.5, pick=min) -> float:
     return d**dpow * pick(step**-0.5, step * w**wpow)
 
@@ -61,8 +62,9 @@ def _check_noam_setting(noam_lr, d: int, w: int) -> None:
     steps = sorted({1, 2, max(1, w - 1), w, w + 1, 2 * w, 10 * w + 3})
     what = f"noam_lr(step, d_model={d}, warmup={w}) for step in {steps}"
     values = []
-    with forbidden(noam_lr, ["autograder.reference.noam_lr", "autograder.reference.noam_scheduler"],
-                   instead=_BUILD_NOAM):
+    with forbidden(
+        noam_lr, ["autograder.reference.noam_lr", "autograder.reference.noam_scheduler"], instead=_BUILD_NOAM
+    ):
         for step in steps:
             value = call(noam_lr, step, d, w, what=f"noam_lr(step={step}, d_model={d}, warmup={w})")
             if isinstance(value, Tensor) and value.numel() == 1:
@@ -76,21 +78,43 @@ def _check_noam_setting(noam_lr, d: int, w: int) -> None:
     def curve(f):
         return lambda: torch.tensor([f(s) for s in steps], dtype=torch.float64)
 
-    expect_close(what, found, expected, atol=1e-12, rtol=1e-6, mistakes={
-        "steps counted from 0 (off by one: step n computed as step n + 1)": curve(lambda s: _noam(s + 1, d, w)),
-        "warmup off by one (the peak at warmup + 1)": curve(lambda s: _noam(s, d, w + 1)),
-        "warmup off by one (the peak at warmup - 1)": curve(lambda s: _noam(s, d, w - 1)),
-        "missing the d_model ** -0.5 factor": curve(lambda s: _noam(s, d, w, dpow=0.0)),
-        "d_model ** 0.5 instead of d_model ** -0.5": curve(lambda s: _noam(s, d, w, dpow=0.5)),
-        "warmup ** -0.5 instead of warmup ** -1.5": curve(lambda s: _noam(s, d, w, wpow=-0.5)),
-        "max instead of min": curve(lambda s: _noam(s, d, w, pick=max)),
-    })
+    expect_close(
+        what,
+        found,
+        expected,
+        atol=1e-12,
+        rtol=1e-6,
+        mistakes={
+            "steps counted from 0 (off by one: step n computed as step n + 1)": curve(lambda s: _noam(s + 1, d, w)),
+            "warmup off by one (the peak at warmup + 1)": curve(lambda s: _noam(s, d, w + 1)),
+            "warmup off by one (the peak at warmup - 1)": curve(lambda s: _noam(s, d, w - 1)),
+            "missing the d_model ** -0.5 factor": curve(lambda s: _noam(s, d, w, dpow=0.0)),
+            "d_model ** 0.5 instead of d_model ** -0.5": curve(lambda s: _noam(s, d, w, dpow=0.5)),
+            "warmup ** -0.5 instead of warmup ** -1.5": curve(lambda s: _noam(s, d, w, wpow=-0.5)),
+            "max instead of min": curve(lambda s: _noam(s, d, w, pick=max)),
+        },
+    )
 
 
 # ----------------------------------------------------------------------------- one training step
 
-def _step_variant(model, src, tgt, optimizer, scheduler, *, smoothing, shift=True, reduce="mean", zero=True,
-                  sched=True, sched_first=False, clip=True, opt_step=True) -> float:
+
+def _step_variant(
+    model,
+    src,
+    tgt,
+    optimizer,
+    scheduler,
+    *,
+    smoothing,
+    shift=True,
+    reduce="mean",
+    zero=True,
+    sched=True,
+    sched_first=False,
+    clip=True,
+    opt_step=True,
+) -> float:
     if zero:
         optimizer.zero_grad()
     tgt_in, tgt_out = (tgt[:, :-1], tgt[:, 1:]) if shift else (tgt[:, :-1], tgt[:, :-1])
@@ -119,8 +143,9 @@ def _flat(model) -> Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.state_dict().values()]).double()
 
 
-_BUILD_STEP = ("Write the step: zero_grad, shift, forward, label_smoothed_loss, backward, clip, "
-               "optimizer.step, scheduler.step.")
+_BUILD_STEP = (
+    "Write the step: zero_grad, shift, forward, label_smoothed_loss, backward, clip, optimizer.step, scheduler.step."
+)
 
 
 @check
@@ -128,8 +153,9 @@ def check_train_step(train_step, seed: int = 0) -> None:
     """Two calls of ``train_step(model, src, tgt, optimizer, scheduler, smoothing, pad_id)`` on a tiny
     reference model, SGD and the Noam schedule: the returned losses and the parameters after each
     step against the reference's ``train_step`` from the same starting point."""
-    config = reference.TransformerConfig(src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=2,
-                                         num_layers=1, d_ff=32, dropout=0.0, max_len=32)
+    config = reference.TransformerConfig(
+        src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=32
+    )
     base = seeded(reference.EncoderDecoder, seed, config)
     data, smoothing = _step_batches(seed), 0.1
     expected = _reference_steps(base, data, smoothing)
@@ -138,9 +164,11 @@ def check_train_step(train_step, seed: int = 0) -> None:
     with forbidden(train_step, forbid, instead=_BUILD_STEP):
         steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
     for k, (src, tgt) in enumerate(data):
-        what = (f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
-                f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
-                f"(seed {seed})")
+        what = (
+            f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
+            f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
+            f"(seed {seed})"
+        )
         step = steps[k] if isinstance(steps, list) and k < len(steps) and isinstance(steps[k], dict) else {}
         _expect_step(what, step, expected[k], functools.partial(mistakes, k))
 
@@ -164,8 +192,10 @@ def _reference_steps(base, data: list, smoothing: float) -> list[tuple[float, Te
     sgd, noam = sgd_with_noam(model)
     # the doubles have torch.optim's interface, which is all train_step asks of an optimizer and a scheduler
     optimizer, scheduler = cast(Any, sgd), cast(Any, noam)
-    return [(reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
-            for src, tgt in data]
+    return [
+        (reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
+        for src, tgt in data
+    ]
 
 
 _STEP_MISTAKES = {  # name: the flags of _step_variant that make the mistake
@@ -196,14 +226,20 @@ def _step_mistakes(base, data: list, smoothing: float):
         with warnings.catch_warnings(), torch.enable_grad():  # the scheduler-first variant warns, on purpose
             warnings.simplefilter("ignore")
             for src, tgt in data:
-                out.append((_step_variant(model, src, tgt, optimizer, scheduler, **{"smoothing": smoothing, **flags}),
-                            _flat(model)))
+                out.append(
+                    (
+                        _step_variant(model, src, tgt, optimizer, scheduler, **{"smoothing": smoothing, **flags}),
+                        _flat(model),
+                    )
+                )
         memo[key] = out
         return out
 
     def mistakes(k: int, part: int) -> dict:
-        return {name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
-                for name, flags in _STEP_MISTAKES.items()}
+        return {
+            name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
+            for name, flags in _STEP_MISTAKES.items()
+        }
 
     return mistakes
 
@@ -212,18 +248,37 @@ def _expect_step(what: str, step: dict, expected: tuple[float, Tensor], mistakes
     """One call's result (``step``: its loss and parameters, or its error) against the reference's."""
     __tracebackhide__ = True
     if "error" in step or "params" not in step:
-        fail(what, "a result", str(step.get("error", "no result")),
-             hint="read the error above: it was raised inside your code.")
+        fail(
+            what,
+            "a result",
+            str(step.get("error", "no result")),
+            hint="read the error above: it was raised inside your code.",
+        )
     loss = step["loss"]
     if isinstance(loss, Tensor) or isinstance(loss, bool) or not isinstance(loss, numbers.Real):
-        fail(what + ": the returned loss", "a Python float", describe(loss),
-             hint="return loss.item(): a float, detached from the graph.")
-    _expect_close_lazily(what + ": the returned loss", torch.tensor(float(loss), dtype=torch.float64),
-                         torch.tensor(expected[0], dtype=torch.float64), 1e-5, 1e-5,
-                         functools.partial(mistakes, 0))
+        fail(
+            what + ": the returned loss",
+            "a Python float",
+            describe(loss),
+            hint="return loss.item(): a float, detached from the graph.",
+        )
+    _expect_close_lazily(
+        what + ": the returned loss",
+        torch.tensor(float(loss), dtype=torch.float64),
+        torch.tensor(expected[0], dtype=torch.float64),
+        1e-5,
+        1e-5,
+        functools.partial(mistakes, 0),
+    )
     params = expect_tensor(what + ": the parameters after the step", step["params"])
-    _expect_close_lazily(what + ": the parameters after the step (all of them, flattened in state_dict order)",
-                         params, expected[1], 1e-5, 1e-4, functools.partial(mistakes, 1))
+    _expect_close_lazily(
+        what + ": the parameters after the step (all of them, flattened in state_dict order)",
+        params,
+        expected[1],
+        1e-5,
+        1e-4,
+        functools.partial(mistakes, 1),
+    )
 
 
 def _candidate_steps(train_step, config, state: dict, data: list, smoothing: float) -> list[dict]:

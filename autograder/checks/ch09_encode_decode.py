@@ -23,8 +23,17 @@ def _tokenizer() -> tuple[tuple[bpe.Pair, ...], dict[str, int]]:
 
 
 def _encode_cases(seed: int) -> list[str]:
-    return [sample_text(seed, 12), "don't  stop\n\n  me now!", "한국어 토큰화 😀👍🏽", "<bos>the lowest<eos><pad><pad>",
-            "a<mask>b <mask>", "", "   ", "lowest \nnewer", sample_text(seed + 1, 6) + "<eos>"]  # " \n" + "n": 3 words
+    return [
+        sample_text(seed, 12),
+        "don't  stop\n\n  me now!",
+        "한국어 토큰화 😀👍🏽",
+        "<bos>the lowest<eos><pad><pad>",
+        "a<mask>b <mask>",
+        "",
+        "   ",
+        "lowest \nnewer",
+        sample_text(seed + 1, 6) + "<eos>",
+    ]  # " \n" + "n": 3 words
 
 
 @check
@@ -35,8 +44,11 @@ def check_encode(encode, seed: int = 0) -> None:
     for text in _encode_cases(seed):
         what = f"encode({text!r}, vocab, merges, special_tokens={SPECIALS!r}) with {len(merges)} merges"
         expected = bpe.bpe_encode(text, vocab, merges, SPECIALS)
-        with forbidden(encode, [f"{MODULE}.bpe_encode", f"{MODULE}.BPETokenizer.encode", *LIBRARY],
-                       "Split out the special tokens, pre_tokenize, then merge each word yourself."):
+        with forbidden(
+            encode,
+            [f"{MODULE}.bpe_encode", f"{MODULE}.BPETokenizer.encode", *LIBRARY],
+            "Split out the special tokens, pre_tokenize, then merge each word yourself.",
+        ):
             found = call(encode, text, dict(vocab), list(merges), SPECIALS, what=what)
         if hasattr(found, "tolist") and not isinstance(found, (list, tuple)):
             found = found.tolist()  # a 1-D tensor of ids is fine too
@@ -56,10 +68,12 @@ def _encode_mistake(text: str, vocab: Mapping[str, int], merges: Sequence[bpe.Pa
     mistakes = {
         "merges applied in the order of the text (leftmost pair first) instead of by rank (the lowest-rank "
         "pair first)": lambda: encode_variant(text, vocab, merges, SPECIALS, order="text"),
-        "special tokens not split out first: '<pad>' must become its own id, never bytes":
-            lambda: bpe.bpe_encode(text, vocab, merges, ()),
-        "the text not cut into words (pre_tokenize) before merging":
-            lambda: encode_variant(text, vocab, merges, SPECIALS, words=False),
+        "special tokens not split out first: '<pad>' must become its own id, never bytes": lambda: bpe.bpe_encode(
+            text, vocab, merges, ()
+        ),
+        "the text not cut into words (pre_tokenize) before merging": lambda: encode_variant(
+            text, vocab, merges, SPECIALS, words=False
+        ),
     }
     return next((name for name, variant in mistakes.items() if variant() == found), None)
 
@@ -78,10 +92,12 @@ def _decode_mistake(ids: list[int], vocab: Mapping[str, int], found: str) -> str
         "characters not mapped back to bytes (the text still shows 'Ġ' for spaces)": "".join(tokens),
         "each token decoded on its own: a character split across tokens turns into U+FFFD; join the bytes "
         "first, then decode": "".join(as_bytes(t).decode("utf-8", errors="replace") for t in tokens),
-        "errors='ignore' drops bytes that are not valid UTF-8; tokenizers writes U+FFFD (errors='replace')":
-            b"".join(as_bytes(t) for t in tokens).decode("utf-8", errors="ignore"),
-        "special tokens dropped: decode keeps them (decode(encode(s)) == s)":
-            bpe.bpe_decode([i for i, t in zip(ids, tokens, strict=True) if t not in SPECIALS], vocab),
+        "errors='ignore' drops bytes that are not valid UTF-8; tokenizers writes U+FFFD (errors='replace')": b"".join(
+            as_bytes(t) for t in tokens
+        ).decode("utf-8", errors="ignore"),
+        "special tokens dropped: decode keeps them (decode(encode(s)) == s)": bpe.bpe_decode(
+            [i for i, t in zip(ids, tokens, strict=True) if t not in SPECIALS], vocab
+        ),
     }
     return next((name for name, text in mistakes.items() if text == found), None)
 
@@ -94,15 +110,23 @@ def check_decode(decode, seed: int = 0) -> None:
     for ids in _decode_cases(seed):
         what = f"decode({ids if len(ids) < 16 else f'<{len(ids)} ids>'}, vocab)"
         expected = bpe.bpe_decode(ids, vocab)
-        with forbidden(decode, [f"{MODULE}.bpe_decode", f"{MODULE}.BPETokenizer.decode", *LIBRARY],
-                       "Join the tokens, map each character back to its byte, and decode the bytes yourself."):
+        with forbidden(
+            decode,
+            [f"{MODULE}.bpe_decode", f"{MODULE}.BPETokenizer.decode", *LIBRARY],
+            "Join the tokens, map each character back to its byte, and decode the bytes yourself.",
+        ):
             try:
                 found = call(decode, list(ids), dict(vocab), what=what)
             except CheckFailed as err:
                 if "UnicodeDecodeError" not in str(err):
                     raise
-                fail(what, repr(expected), "UnicodeDecodeError", "bytes.decode('utf-8') without errors='replace': "
-                     "a sequence cut inside a character must become U+FFFD, not an error")
+                fail(
+                    what,
+                    repr(expected),
+                    "UnicodeDecodeError",
+                    "bytes.decode('utf-8') without errors='replace': "
+                    "a sequence cut inside a character must become U+FFFD, not an error",
+                )
         if not isinstance(found, str):
             fail(what, "a str", describe(found))
         if found != expected:

@@ -11,14 +11,57 @@ from autograder.checks.bpe_variants import HAS_TOKENIZERS
 from autograder.reference import bpe
 
 SPECIALS = bpe.SPECIAL_TOKENS
-LIBRARY = ["tokenizers.Tokenizer", "tokenizers.models.BPE", "tokenizers.trainers.BpeTrainer",
-           "tokenizers.pre_tokenizers.ByteLevel", "tokenizers.decoders.ByteLevel"] if HAS_TOKENIZERS else []
+LIBRARY = (
+    [
+        "tokenizers.Tokenizer",
+        "tokenizers.models.BPE",
+        "tokenizers.trainers.BpeTrainer",
+        "tokenizers.pre_tokenizers.ByteLevel",
+        "tokenizers.decoders.ByteLevel",
+    ]
+    if HAS_TOKENIZERS
+    else []
+)
 MODULE = "autograder.reference.bpe"
 
 # Words with shared pieces (low/lower/lowest), contractions, numbers, Korean, emoji, accents.
-_WORDS = ("the", "then", "there", "these", "token", "tokens", "tokenizer", "low", "lower", "lowest", "new",
-          "newer", "newest", "wide", "wider", "widest", "merge", "merges", "merged", "pair", "pairs", "byte",
-          "bytes", "it's", "we'll", "don't", "2024", "3.14", "토큰", "토큰화", "한국어", "😀", "👍🏽", "naïve", "café")
+_WORDS = (
+    "the",
+    "then",
+    "there",
+    "these",
+    "token",
+    "tokens",
+    "tokenizer",
+    "low",
+    "lower",
+    "lowest",
+    "new",
+    "newer",
+    "newest",
+    "wide",
+    "wider",
+    "widest",
+    "merge",
+    "merges",
+    "merged",
+    "pair",
+    "pairs",
+    "byte",
+    "bytes",
+    "it's",
+    "we'll",
+    "don't",
+    "2024",
+    "3.14",
+    "토큰",
+    "토큰화",
+    "한국어",
+    "😀",
+    "👍🏽",
+    "naïve",
+    "café",
+)
 _GAPS = (" ", " ", " ", " ", "  ", "\n", ", ", ". ", "\t", " \n ")
 
 

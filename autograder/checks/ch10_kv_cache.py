@@ -21,11 +21,27 @@ from autograder import reference
 from autograder.checks.core import Tolerance, call, check, expect_close, fail, forbidden, generator, random_tensor
 
 _TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
 
 
-def _cache_variant(q, k, v, ck, cv, base, *, start=None, rotate_values=False, tile_heads=False, rerotate=False,
-                   rotate_keys=True, causal=True, scale=True):
+def _cache_variant(
+    q,
+    k,
+    v,
+    ck,
+    cv,
+    base,
+    *,
+    start=None,
+    rotate_values=False,
+    tile_heads=False,
+    rerotate=False,
+    rotate_keys=True,
+    causal=True,
+    scale=True,
+):
     past, new = ck.size(2), q.size(2)
     first = past if start is None else start
     pos = torch.arange(first, first + new)
@@ -45,8 +61,10 @@ def _cache_variant(q, k, v, ck, cv, base, *, start=None, rotate_values=False, ti
 
 def _cache_mistakes(q, k, v, ck, cv, base) -> dict:
     past = ck.size(2)
+
     def run(**kw):
         return lambda: _cache_variant(q, k, v, ck, cv, base, **kw)
+
     out = {
         "values rotated as well: RoPE rotates the queries and keys only": run(rotate_values=True),
         "key/value heads tiled with repeat (query head h reads head h % G) instead of repeat_interleave (head "
@@ -57,34 +75,46 @@ def _cache_mistakes(q, k, v, ck, cv, base) -> dict:
     }
     if past:
         out |= {
-            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1":
-                run(start=0),
+            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1": run(
+                start=0
+            ),
             "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
             "at position 0, so the P cached ones fill 0 .. P - 1)": run(start=past + 1),
             "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": run(start=past - 1),
-            "the cached keys rotated again: they are stored already rotated, each by its own position":
-                run(rerotate=True),
+            "the cached keys rotated again: they are stored already rotated, each by its own position": run(
+                rerotate=True
+            ),
         }
     return out
 
 
 def _cache_key_mistakes(k: Tensor, ck: Tensor, base: float) -> dict:
     past, new = ck.size(2), k.size(2)
+
     def stored(first: int) -> Callable[[], Tensor]:
         return lambda: torch.cat([ck, reference.apply_rope(k, torch.arange(first, first + new), base)], 2)
-    out = {"the cache keeps the keys before rotation: store them rotated, each by its own position":
-           lambda: torch.cat([ck, k], 2),
-           "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
-           "at position 0, so the P cached ones fill 0 .. P - 1)": stored(past + 1),
-           "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": stored(past - 1)}
+
+    out = {
+        "the cache keeps the keys before rotation: store them rotated, each by its own position": lambda: torch.cat(
+            [ck, k], 2
+        ),
+        "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
+        "at position 0, so the P cached ones fill 0 .. P - 1)": stored(past + 1),
+        "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": stored(past - 1),
+    }
     if past:
-        out["the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1"] \
-            = stored(0)
+        out["the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1"] = (
+            stored(0)
+        )
     return out
 
 
-_CACHE_OPS = ["torch.nn.functional.scaled_dot_product_attention", "autograder.reference.modern.attend_with_cache",
-              "autograder.reference.modern.grouped_query_attention", "autograder.reference.ModernLM"]
+_CACHE_OPS = [
+    "torch.nn.functional.scaled_dot_product_attention",
+    "autograder.reference.modern.attend_with_cache",
+    "autograder.reference.modern.grouped_query_attention",
+    "autograder.reference.ModernLM",
+]
 
 
 @check
@@ -96,39 +126,71 @@ def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
     pairing, as ``apply_rope``'s default."""
     g = generator(seed)
     extra = (int(torch.randint(0, 6, (1,), generator=g)), int(torch.randint(1, 4, (1,), generator=g)))
-    cases = [(2, 4, 2, 0, 4, 8, 10000.0, torch.float32), (2, 4, 1, 5, 1, 8, 10000.0, torch.float32),
-             (1, 2, 2, 3, 2, 6, 10000.0, torch.float64), (1, 6, 2, 7, 3, 4, 500000.0, torch.float64),
-             (2, 4, 2, extra[0], extra[1], 8, 10000.0, torch.float32)]
+    cases = [
+        (2, 4, 2, 0, 4, 8, 10000.0, torch.float32),
+        (2, 4, 1, 5, 1, 8, 10000.0, torch.float32),
+        (1, 2, 2, 3, 2, 6, 10000.0, torch.float64),
+        (1, 6, 2, 7, 3, 4, 500000.0, torch.float64),
+        (2, 4, 2, extra[0], extra[1], 8, 10000.0, torch.float32),
+    ]
     for i, case in enumerate(cases):
         _check_cache_case(attend_with_cache, seed, seed * 10 + i, *case)
 
 
-def _check_cache_case(attend_with_cache, seed: int, s: int, b: int, h: int, grp: int, past: int, new: int, dh: int,
-                      base: float, dtype: torch.dtype) -> None:
+def _check_cache_case(
+    attend_with_cache,
+    seed: int,
+    s: int,
+    b: int,
+    h: int,
+    grp: int,
+    past: int,
+    new: int,
+    dh: int,
+    base: float,
+    dtype: torch.dtype,
+) -> None:
     __tracebackhide__ = True
-    q, k, v = (random_tensor(shape, s + j, dtype) for j, shape in
-               enumerate([(b, h, new, dh), (b, grp, new, dh), (b, grp, new, dh)]))
+    q, k, v = (
+        random_tensor(shape, s + j, dtype)
+        for j, shape in enumerate([(b, h, new, dh), (b, grp, new, dh), (b, grp, new, dh)])
+    )
     ck = reference.apply_rope(random_tensor((b, grp, past, dh), s + 3, dtype), torch.arange(past), base)
     cv = random_tensor((b, grp, past, dh), s + 4, dtype)
-    what = (f"attend_with_cache(q {tuple(q.shape)}, k and v {tuple(k.shape)}, a cache of P={past} tokens "
-            f"{tuple(ck.shape)}, base={base:g}), {str(dtype)[6:]}, H={h}, G={grp} (seed {seed})")
+    what = (
+        f"attend_with_cache(q {tuple(q.shape)}, k and v {tuple(k.shape)}, a cache of P={past} tokens "
+        f"{tuple(ck.shape)}, base={base:g}), {str(dtype)[6:]}, H={h}, G={grp} (seed {seed})"
+    )
     positions = torch.arange(past, past + new)
     keys = torch.cat([ck, reference.apply_rope(k, positions, base)], 2)  # (B, G, P + Lq, Dh)
     values = torch.cat([cv, v], 2)
     allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)  # (Lq, P + Lq)
-    out = F.scaled_dot_product_attention(reference.apply_rope(q, positions, base), keys, values, allowed,
-                                         enable_gqa=True)  # PyTorch's own grouped-query attention
+    out = F.scaled_dot_product_attention(
+        reference.apply_rope(q, positions, base), keys, values, allowed, enable_gqa=True
+    )  # PyTorch's own grouped-query attention
     expected = (out, keys, values)
-    with forbidden(attend_with_cache, _CACHE_OPS, "Rotate with your apply_rope, append to the cache, repeat "
-                   "the key/value heads and attend with a causal mask of your own."):
+    with forbidden(
+        attend_with_cache,
+        _CACHE_OPS,
+        "Rotate with your apply_rope, append to the cache, repeat "
+        "the key/value heads and attend with a causal mask of your own.",
+    ):
         found = call(attend_with_cache, q.clone(), k.clone(), v.clone(), ck.clone(), cv.clone(), base, what=what)
     if not isinstance(found, tuple | list) or len(found) != 3:
         fail(what, "a tuple (out, cache_k, cache_v)", f"{type(found).__name__}")
     out, new_k, new_v = found
     expect_close(what + ": out", out, expected[0], **_TOL[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base))
-    expect_close(what + ": the new cache_k", new_k, expected[1], **_TOL[dtype],
-                 mistakes=_cache_key_mistakes(k, ck, base))
-    expect_close(what + ": the new cache_v", new_v, expected[2], **_TOL[dtype], mistakes={
-        "values rotated as well: RoPE rotates the queries and keys only":
-            lambda cv=cv, v=v, past=past, new=new, base=base: torch.cat(
-                [cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)})
+    expect_close(
+        what + ": the new cache_k", new_k, expected[1], **_TOL[dtype], mistakes=_cache_key_mistakes(k, ck, base)
+    )
+    expect_close(
+        what + ": the new cache_v",
+        new_v,
+        expected[2],
+        **_TOL[dtype],
+        mistakes={
+            "values rotated as well: RoPE rotates the queries and keys only": lambda cv=cv, v=v, past=past, new=new, base=base: (
+                torch.cat([cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)
+            )
+        },
+    )

@@ -61,8 +61,9 @@ def _content(code: types.CodeType) -> tuple:
         return cached[1]
     if len(_CONTENTS) > 10_000:
         _CONTENTS.clear()
-    consts = tuple(_content(k) if isinstance(k, types.CodeType) else (type(k).__name__, repr(k))
-                   for k in code.co_consts)
+    consts = tuple(
+        _content(k) if isinstance(k, types.CodeType) else (type(k).__name__, repr(k)) for k in code.co_consts
+    )
     content = (code.co_code, consts, code.co_names, code.co_argcount, code.co_kwonlyargcount, code.co_flags)
     _CONTENTS[id(code)] = (code, content)
     return content
@@ -95,8 +96,14 @@ class _Watch:
                 return entry[1]
         if code.co_firstlineno not in self.lines or code.co_filename not in self.files:
             return None
-        return next((refusal for blocked, refusal in self.contents.get(_content(code), [])
-                     if (blocked.co_filename, blocked.co_firstlineno) == (code.co_filename, code.co_firstlineno)), None)
+        return next(
+            (
+                refusal
+                for blocked, refusal in self.contents.get(_content(code), [])
+                if (blocked.co_filename, blocked.co_firstlineno) == (code.co_filename, code.co_firstlineno)
+            ),
+            None,
+        )
 
     def hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
         code = frame.f_code  # a global trace function hears only "call": a new Python frame

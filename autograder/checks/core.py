@@ -51,9 +51,28 @@ from autograder.checks.sentinels import forbidden, replaced
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/: the checks' own frames
 _METHODS = frozenset({"forward", "__call__", "__init__", "step", "encode", "decode"})  # a class's: name the check's
 
-__all__ = ["CheckFailed", "ForbiddenCall", "Tolerance", "beside", "call", "check", "describe", "dtype_name",
-           "expect_close", "expect_equal", "expect_gradient", "expect_shape", "expect_tensor", "fail", "forbidden",
-           "generator", "padded_targets", "random_tensor", "replaced", "seeded"]
+__all__ = [
+    "CheckFailed",
+    "ForbiddenCall",
+    "Tolerance",
+    "beside",
+    "call",
+    "check",
+    "describe",
+    "dtype_name",
+    "expect_close",
+    "expect_equal",
+    "expect_gradient",
+    "expect_shape",
+    "expect_tensor",
+    "fail",
+    "forbidden",
+    "generator",
+    "padded_targets",
+    "random_tensor",
+    "replaced",
+    "seeded",
+]
 
 
 def check(fn: Callable[..., None]) -> Callable[..., None]:
@@ -86,8 +105,10 @@ def not_answered(check_name: str, err: BaseException | None = None) -> str:
     function whose stub raised (a blank ``softmax`` under an answered ``self_attention``), found in
     ``err``'s frames (the submission's cells' frames when it was raised across the boundary), else
     the one the check is named after."""
-    return (f"{_stub_name(err) or check_name.removeprefix('check_')} is not answered yet: replace "
-            "`raise NotImplementedError()` with your code, then run this cell again.")
+    return (
+        f"{_stub_name(err) or check_name.removeprefix('check_')} is not answered yet: replace "
+        "`raise NotImplementedError()` with your code, then run this cell again."
+    )
 
 
 def _stub_name(err: BaseException | None) -> str | None:
@@ -105,8 +126,8 @@ def _stub_name(err: BaseException | None) -> str | None:
     return name if name.isidentifier() and not name.startswith("_") and name not in _METHODS else None
 
 
-
 # ----------------------------------------------------------------------------- inputs
+
 
 def generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
@@ -136,12 +157,9 @@ def seeded(make: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> An
         return make(*args, **kwargs)
 
 
-
-
 # The known mistakes of a check: {what the mistake is: its wrong output, or a function of no arguments
 # that computes it}. Any, not ``Callable[[], Any] | Any`` (the same type): a lambda with default arguments,
 # as the checks write them to bind a loop's variables, cannot be typed against a Callable.
-
 
 
 # ----------------------------------------------------------------------------- where the candidate runs

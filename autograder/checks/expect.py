@@ -50,8 +50,9 @@ def expect_tensor(what: str, found: Any) -> Tensor:
     return found
 
 
-def expect_shape(what: str, found: Any, shape: Sequence[int],
-                 mistakes: Mapping[str, Sequence[int]] | None = None) -> Tensor:
+def expect_shape(
+    what: str, found: Any, shape: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None
+) -> Tensor:
     """Fail unless ``found`` is a tensor of exactly ``shape``; name a mistake whose shape it has."""
     __tracebackhide__ = True
     found = expect_tensor(what, found)
@@ -80,19 +81,27 @@ def _close(found: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
 
 
-def _matching_mistake(found: Tensor, mistakes: Mistakes | None,
-                      atol: float, rtol: float) -> str | None:
+def _matching_mistake(found: Tensor, mistakes: Mistakes | None, atol: float, rtol: float) -> str | None:
     return next((name for name, value in _evaluated(mistakes).items() if _close(found, value, atol, rtol)), None)
 
 
-_KEEP_DTYPE = ("keep the dtype of the inputs: do not create float32 tensors "
-               "(torch.tensor(...), torch.zeros(...)) without dtype=x.dtype.")
+_KEEP_DTYPE = (
+    "keep the dtype of the inputs: do not create float32 tensors "
+    "(torch.tensor(...), torch.zeros(...)) without dtype=x.dtype."
+)
 
 
 def expect_close(
-    what: str, found: Any, expected: Tensor, *, atol: float = 1e-5, rtol: float = 1e-4,
-    mistakes: Mistakes | None = None, check_dtype: bool = True,
-    hint: str | None = None, dtype_hint: str = _KEEP_DTYPE,
+    what: str,
+    found: Any,
+    expected: Tensor,
+    *,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    mistakes: Mistakes | None = None,
+    check_dtype: bool = True,
+    hint: str | None = None,
+    dtype_hint: str = _KEEP_DTYPE,
 ) -> Tensor:
     """Shape, dtype, device, NaN, then values; on a difference, name the known mistake
     (a ``{name: wrong output or function giving it}`` entry) that the candidate matches.
@@ -104,23 +113,36 @@ def expect_close(
     if check_dtype and found.dtype != expected.dtype:
         fail(what, f"dtype {expected.dtype}", f"dtype {found.dtype}", hint=dtype_hint)
     if found.device != expected.device:
-        fail(what, f"device {expected.device}", f"device {found.device}",
-             hint="create new tensors on the inputs' device (device=x.device).")
+        fail(
+            what,
+            f"device {expected.device}",
+            f"device {found.device}",
+            hint="create new tensors on the inputs' device (device=x.device).",
+        )
     a, b = _as_float64(found), _as_float64(expected)
     nan_found, nan_expected = torch.isnan(a), torch.isnan(b)
     if bool((nan_found & ~nan_expected).any()):
         where = tuple(int(i) for i in torch.nonzero(nan_found & ~nan_expected)[0])
-        fail(what, "finite values (no NaN)", f"NaN at index {where}",
-             _matching_mistake(found, mistakes, atol, rtol), hint)
+        fail(
+            what,
+            "finite values (no NaN)",
+            f"NaN at index {where}",
+            _matching_mistake(found, mistakes, atol, rtol),
+            hint,
+        )
     if not _close(found, expected, atol, rtol):
         diff = (a - b).abs().nan_to_num(nan=float("inf"))
         flat = int(diff.argmax())
         where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
         found_v, expected_v = a.reshape(-1)[flat].item(), b.reshape(-1)[flat].item()
-        fail(what, f"the reference's values within atol={atol:g}, rtol={rtol:g}",
-             f"greatest difference {diff.max().item():.3g} at index {where}: "
-             f"yours {found_v:.6g}, reference {expected_v:.6g}",
-             _matching_mistake(found, mistakes, atol, rtol), hint)
+        fail(
+            what,
+            f"the reference's values within atol={atol:g}, rtol={rtol:g}",
+            f"greatest difference {diff.max().item():.3g} at index {where}: "
+            f"yours {found_v:.6g}, reference {expected_v:.6g}",
+            _matching_mistake(found, mistakes, atol, rtol),
+            hint,
+        )
     return found
 
 
@@ -129,9 +151,12 @@ def expect_gradient(what: str, found: Tensor, mine: Tensor, leaf: Tensor) -> Non
     the reference's loss, already backpropagated, gave ``leaf`` (the same logits)."""
     __tracebackhide__ = True
     if not found.requires_grad:
-        fail(what + ": its gradient", "a loss connected to logits (requires_grad=True)",
-             "a tensor without a gradient", "the loss detached from the graph (.item(), .detach(), "
-             "torch.tensor(...) or numpy inside)")
+        fail(
+            what + ": its gradient",
+            "a loss connected to logits (requires_grad=True)",
+            "a tensor without a gradient",
+            "the loss detached from the graph (.item(), .detach(), torch.tensor(...) or numpy inside)",
+        )
     call(found.backward, what=what + ": its backward pass, loss.backward()")
     expect_close(what + ": d loss / d logits", mine.grad, cast(Tensor, leaf.grad), atol=1e-6, rtol=1e-4)
 
@@ -151,8 +176,9 @@ def _evaluated(mistakes: Mistakes | None) -> dict[str, Tensor]:
     return out
 
 
-def expect_equal(what: str, found: Any, expected: Any, mistakes: Mapping[str, Any] | None = None,
-                 hint: str | None = None) -> Any:
+def expect_equal(
+    what: str, found: Any, expected: Any, mistakes: Mapping[str, Any] | None = None, hint: str | None = None
+) -> Any:
     """Exact equality for ints, bools, tuples and integer or boolean tensors."""
     __tracebackhide__ = True
     if isinstance(expected, Tensor):
@@ -161,11 +187,21 @@ def expect_equal(what: str, found: Any, expected: Any, mistakes: Mapping[str, An
             fail(what, f"dtype {expected.dtype}", f"dtype {found.dtype}", hint=hint)
         if not torch.equal(found.cpu(), expected.cpu()):
             where = tuple(int(i) for i in torch.nonzero(found.cpu() != expected.cpu())[0])
-            mistake = next((n for n, v in _evaluated(mistakes).items()
-                            if v.shape == found.shape and torch.equal(found.cpu(), v.cpu())), None)
-            fail(what, f"{expected.tolist()}" if expected.numel() <= 64 else "the reference's values",
-                 f"{found.tolist()}" if found.numel() <= 64 else f"a difference at index {where}",
-                 mistake, hint)
+            mistake = next(
+                (
+                    n
+                    for n, v in _evaluated(mistakes).items()
+                    if v.shape == found.shape and torch.equal(found.cpu(), v.cpu())
+                ),
+                None,
+            )
+            fail(
+                what,
+                f"{expected.tolist()}" if expected.numel() <= 64 else "the reference's values",
+                f"{found.tolist()}" if found.numel() <= 64 else f"a difference at index {where}",
+                mistake,
+                hint,
+            )
         return found
     if not _plainly_equal(found, expected):
         mistake = next((n for n, v in (mistakes or {}).items() if _plainly_equal(found, v)), None)
@@ -192,5 +228,9 @@ def call(candidate: Callable[..., Any], *args: Any, what: str, **kwargs: Any) ->
     except (NotImplementedError, CheckFailed):
         raise
     except Exception as err:  # noqa: BLE001 - any error of the student's is reported, not crashed on
-        fail(what, "a result", f"{type(err).__name__}: {err}",
-             hint="read the error above: it was raised inside your code.")
+        fail(
+            what,
+            "a result",
+            f"{type(err).__name__}: {err}",
+            hint="read the error above: it was raised inside your code.",
+        )

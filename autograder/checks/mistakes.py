@@ -133,15 +133,18 @@ NAMED: dict[str, str] = {
     "layer/cross-kv-from-decoder-no-mask": (
         "cross-attention takes its keys and values from the decoder (y) instead of the encoder output "
         "(memory), with no mask: cross-attention needs memory_mask too, so that no query attends to the"
-        " source's padding"),
+        " source's padding"
+    ),
     "layer/cross-memory-as-query-no-mask": (
         "the encoder output is the query of cross-attention (and the decoder state its value); queries come"
         " from the decoder, keys and values from memory, with no mask: cross-attention needs memory_mask too,"
-        " so that no query attends to the source's padding"),
+        " so that no query attends to the source's padding"
+    ),
     "layer/cross-roles-swapped-no-mask": (
         "the encoder output is the query of cross-attention and the decoder gives the keys and values: the"
         " roles are swapped, with no mask: cross-attention needs memory_mask too, so that no query attends to"
-        " the source's padding"),
+        " the source's padding"
+    ),
     "layer-norm/unbiased-variance": "unbiased variance (divided by D - 1, as torch.var and torch.std do by default)...",
     "layer-norm/eps-outside-root": "eps outside the square root, (x - mean) / (sqrt(var) + eps); it belongs inside...",
     "layer-norm/batch-statistics": "statistics over the batch axis (BatchNorm): LayerNorm normalises each position...",

@@ -26,17 +26,20 @@ SHARED: dict[str, str] = {
     "layer/memory-mask-ignored": "the memory mask (memory_mask) is ignored in cross-attention",
     "layer/memory-in-last-residual": "the last residual adds the encoder output (memory) instead of the decoder's...",
     "layer/cross-kv-from-decoder": (
-        "cross-attention takes its keys and values from the decoder (y) instead of the encoder output "
-        "(memory)"),
+        "cross-attention takes its keys and values from the decoder (y) instead of the encoder output (memory)"
+    ),
     "layer/cross-kv-from-decoder-tgt-mask": (
         "cross-attention takes its keys and values from the decoder (y) instead of the encoder output "
-        "(memory), with the target mask"),
+        "(memory), with the target mask"
+    ),
     "layer/cross-memory-as-query": (
         "the encoder output is the query of cross-attention (and the decoder state its value); queries come"
-        " from the decoder, keys and values from memory"),
+        " from the decoder, keys and values from memory"
+    ),
     "layer/cross-roles-swapped": (
         "the encoder output is the query of cross-attention and the decoder gives the keys and values: the"
-        " roles are swapped"),
+        " roles are swapped"
+    ),
     "layer/cross-without-mask": "with no mask: cross-attention needs memory_mask too, so that no query attends to...",
     "dropout/no-dropout": "no dropout at all in training mode (nn.Dropout acts only while the module is training...",
     "dropout/no-attention-dropout": "dropout missing on the attention weights: build the attention as...",

@@ -33,8 +33,13 @@ def same(value: Any, target: Any) -> bool:
     if value is target:
         return True
     mod, qual = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
-    return (isinstance(mod, str) and mod.startswith("autograder.") and qual is not None
-            and getattr(value, "__module__", None) == mod and getattr(value, "__qualname__", None) == qual)
+    return (
+        isinstance(mod, str)
+        and mod.startswith("autograder.")
+        and qual is not None
+        and getattr(value, "__module__", None) == mod
+        and getattr(value, "__qualname__", None) == qual
+    )
 
 
 def candidate_globals(candidate: Any) -> list[dict]:

@@ -66,14 +66,20 @@ def _sentinel_code(function: types.FunctionType, key: str, message: str) -> type
     (a code can replace another only then) and reaches ``_refused`` by ``__import__``, not
     through ``function``'s globals."""
     free = [f"_{i}" for i in range(len(function.__code__.co_freevars))]
-    lines = ["def _outer():", *([f"    {' = '.join(free)} = None"] if free else []),
-             "    def refused(*args, **kwargs):", *([f"        {', '.join(free)},"] if free else []),
-             f"        raise __import__('autograder.checks.sentinels', fromlist=['_refused'])._refused({key!r}, "
-             f"{message!r})", "    return refused"]
+    lines = [
+        "def _outer():",
+        *([f"    {' = '.join(free)} = None"] if free else []),
+        "    def refused(*args, **kwargs):",
+        *([f"        {', '.join(free)},"] if free else []),
+        f"        raise __import__('autograder.checks.sentinels', fromlist=['_refused'])._refused({key!r}, "
+        f"{message!r})",
+        "    return refused",
+    ]
     namespace: dict[str, Any] = {"__builtins__": __builtins__}
     exec(compile("\n".join(lines), f"<forbidden {function.__qualname__}>", "exec"), namespace)  # noqa: S102
-    return namespace["_outer"]().__code__.replace(co_name=function.__code__.co_name,
-                                                  co_qualname=function.__code__.co_qualname)
+    return namespace["_outer"]().__code__.replace(
+        co_name=function.__code__.co_name, co_qualname=function.__code__.co_qualname
+    )
 
 
 def _function_of(obj: Any) -> types.FunctionType | None:
@@ -87,8 +93,11 @@ def _function_of(obj: Any) -> types.FunctionType | None:
 
 
 def _whose(path: str) -> str:
-    return ("the course's reference implementation" if path.startswith("autograder.")
-            else "PyTorch's own version of what this exercise asks you to build")
+    return (
+        "the course's reference implementation"
+        if path.startswith("autograder.")
+        else "PyTorch's own version of what this exercise asks you to build"
+    )
 
 
 class _Patches:
@@ -170,14 +179,17 @@ def _rebind_candidate_names(patches: _Patches, candidate: Any, replaced: list[tu
     return classes
 
 
-def _block_stale_classes(patches: _Patches, classes: set[type], blocked: list[type], instead: str,
-                         hits: list[str]) -> None:
+def _block_stale_classes(
+    patches: _Patches, classes: set[type], blocked: list[type], instead: str, hits: list[str]
+) -> None:
     """A copy of a blocked class from an earlier import of our package is blocked too."""
     for klass in classes:
         for target in blocked:
             if klass is not target and same(klass, target):
-                message = (f"your code uses `{target.__module__}.{target.__qualname__}`, the course's "
-                           f"reference implementation. {instead}")
+                message = (
+                    f"your code uses `{target.__module__}.{target.__qualname__}`, the course's "
+                    f"reference implementation. {instead}"
+                )
                 for name in ("__init__", "forward"):
                     patches.set(klass, name, _Sentinel(target.__qualname__, message, hits))
 
@@ -228,8 +240,11 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
             classes.update(candidate.__mro__)
         _block_stale_classes(patches, classes, blocked, instead, hits)
         ops = {op: _op_refusal(path, instead, hits) for op, path in dispatch.refused_ops(expanded).items()}
-        with (dispatch.RefuseBuiltins(builtins) if builtins else contextlib.nullcontext(),
-              dispatch.RefuseOps(ops) if ops else contextlib.nullcontext(), clones.refusing(codes)):
+        with (
+            dispatch.RefuseBuiltins(builtins) if builtins else contextlib.nullcontext(),
+            dispatch.RefuseOps(ops) if ops else contextlib.nullcontext(),
+            clones.refusing(codes),
+        ):
             yield
     finally:
         patches.restore()
@@ -237,9 +252,15 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
         raise ForbiddenCall(f"your code calls `{hits[0]}`. {instead}")
 
 
-def _block(path: str, blocked: list[type], instead: str, hits: list[str], patches: _Patches,
-           builtins: dict[int, tuple[Any, _Sentinel]],
-           codes: dict[int, tuple[types.CodeType, clones.Refusal]]) -> tuple[Any, _Sentinel]:
+def _block(
+    path: str,
+    blocked: list[type],
+    instead: str,
+    hits: list[str],
+    patches: _Patches,
+    builtins: dict[int, tuple[Any, _Sentinel]],
+    codes: dict[int, tuple[types.CodeType, clones.Refusal]],
+) -> tuple[Any, _Sentinel]:
     """Put a sentinel in place of one target of ``forbidden`` (``path``); return (what it replaced,
     the sentinel). A plain function also refuses through its own code (noted in ``codes``), a
     builtin of torch through the dispatcher (noted in ``builtins``)."""
@@ -249,8 +270,11 @@ def _block(path: str, blocked: list[type], instead: str, hits: list[str], patche
     original = _install(patches, path, sentinel)
     function = _function_of(original)
     # not an inherited method (nn.Module.__init__ for a class without its own)
-    if (function is not None and path not in _NO_CODE_SWAP
-            and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))):
+    if (
+        function is not None
+        and path not in _NO_CODE_SWAP
+        and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))
+    ):
         sentinel.function = function
         inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
         inner = inner if isinstance(inner, types.FunctionType) else function
@@ -265,17 +289,25 @@ def _block(path: str, blocked: list[type], instead: str, hits: list[str], patche
 
 def _copy_refusal(label: str, path: str, instead: str, hits: list[str]) -> clones.Refusal:
     """What a copy of a blocked function's code does when it runs: the hit named, and the road."""
+
     def refuse() -> BaseException:
         hits.append(f"{label} (its code under another function object)")
-        return ForbiddenCall(f"your code runs the code of `{label}`, {_whose(path)}, under another function "
-                             f"object (one made from its __code__, or a copy of it). {instead}")
+        return ForbiddenCall(
+            f"your code runs the code of `{label}`, {_whose(path)}, under another function "
+            f"object (one made from its __code__, or a copy of it). {instead}"
+        )
+
     return refuse
 
 
 def _op_refusal(path: str, instead: str, hits: list[str]) -> Callable[[str], BaseException]:
     """What a refused ATen operation does when it is dispatched: the hit named, and the road."""
+
     def refuse(op: str) -> BaseException:
         hits.append(f"{path} (as the operation aten.{op})")
-        return ForbiddenCall(f"your code reaches `{path}` as PyTorch's operation aten.{op} (torch.ops.aten.{op} "
-                             f"and the like are refused too), {_whose(path)}. {instead}")
+        return ForbiddenCall(
+            f"your code reaches `{path}` as PyTorch's operation aten.{op} (torch.ops.aten.{op} "
+            f"and the like are refused too), {_whose(path)}. {instead}"
+        )
+
     return refuse

@@ -19,10 +19,13 @@ def solutions(root: Path, lab: str) -> dict[str, str]:
     """grade_id -> the solution cell of ``solutions/LAB/LAB.ipynb`` without its markers, in the
     notebook's order."""
     source = nbformat.read(str(CourseLayout(Path(root)).source(lab)), as_version=4)
-    return {nbcells.own_grade_id(cell): "\n".join(
-                line for line in cell.source.splitlines() if not any(m in line for m in _MARKERS))
-            for cell in source.cells
-            if cell.cell_type == "code" and nbcells.is_answer(cell)}
+    return {
+        nbcells.own_grade_id(cell): "\n".join(
+            line for line in cell.source.splitlines() if not any(m in line for m in _MARKERS)
+        )
+        for cell in source.cells
+        if cell.cell_type == "code" and nbcells.is_answer(cell)
+    }
 
 
 def released(root: Path, lab: str) -> nbformat.NotebookNode:

@@ -62,8 +62,12 @@ def submissions(root: Path, lab: str) -> dict[str, nbformat.NotebookNode]:
         grade_id = nbcells.grade_id(cell)
         if grade_id in solved:
             cell.source = wrong_answer(solved[grade_id])
-    return {"full": answers.answered(root, lab), "partial": answers.answered(root, lab, first),
-            "blank": answers.released(root, lab), "wrong": wrong}
+    return {
+        "full": answers.answered(root, lab),
+        "partial": answers.answered(root, lab, first),
+        "blank": answers.released(root, lab),
+        "wrong": wrong,
+    }
 
 
 def _clear(folder: Path) -> None:

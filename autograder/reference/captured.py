@@ -87,8 +87,9 @@ def compile_model(model: nn.Module, backend: str, device: torch.device) -> nn.Mo
     return _compile(model, backend, device)  # type: ignore[no-any-return]
 
 
-def compile_loss(model: nn.Module, backend: str, device: torch.device, *, smoothing: float, pad_id: int,
-                 dtype: torch.dtype | None) -> Callable[[Tensor, Tensor], Tensor]:
+def compile_loss(
+    model: nn.Module, backend: str, device: torch.device, *, smoothing: float, pad_id: int, dtype: torch.dtype | None
+) -> Callable[[Tensor, Tensor], Tensor]:
     """The forward pass and the loss of ``train_step`` compiled as one function of ``(src, tgt)``
     (the plan ``"loss"``): the loss's kernels fuse with the model's, and on CUDA both passes replay
     as CUDA graphs. Autocast (``dtype``) is entered inside, so it is traced with the rest."""
@@ -108,9 +109,16 @@ def mark_step(device: torch.device) -> None:
         torch.compiler.cudagraph_mark_step_begin()
 
 
-def loss_step(loss_of: Callable[[Tensor, Tensor], Tensor], model: nn.Module, optimizer: torch.optim.Optimizer,
-              scheduler: Any, *, clip_norm: float | None, scaler: torch.amp.GradScaler | None,
-              device: torch.device) -> Callable[[Tensor, Tensor], float]:
+def loss_step(
+    loss_of: Callable[[Tensor, Tensor], Tensor],
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    *,
+    clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None,
+    device: torch.device,
+) -> Callable[[Tensor, Tensor], float]:
     """The step of ``train_step`` around a compiled forward-and-loss ``loss_of`` (``compile_loss``):
     backward, clipping, Adam and the schedule as there; one process (several compile the model)."""
 
@@ -164,11 +172,22 @@ class GraphedStep:
         dtype: the autocast dtype (None: float32; float16 is refused: its GradScaler synchronizes).
     """
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, *, smoothing: float,
-                 pad_id: int, clip_norm: float | None, dtype: torch.dtype | None, device: torch.device) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        *,
+        smoothing: float,
+        pad_id: int,
+        clip_norm: float | None,
+        dtype: torch.dtype | None,
+        device: torch.device,
+    ) -> None:
         if dtype == torch.float16:
-            raise ValueError("a CUDA graph cannot hold float16's GradScaler (it reads the gradients on the CPU): "
-                             "use bf16 or none")
+            raise ValueError(
+                "a CUDA graph cannot hold float16's GradScaler (it reads the gradients on the CPU): use bf16 or none"
+            )
         self.model, self.optimizer, self.scheduler, self.device = model, optimizer, scheduler, device
         self.smoothing, self.pad_id, self.clip_norm, self.dtype = smoothing, pad_id, clip_norm, dtype
         self.lr: Tensor = optimizer.param_groups[0]["lr"]

@@ -31,8 +31,9 @@ def _quiet(*_: Any, **__: Any) -> None:
     """``print`` on every rank but the first."""
 
 
-def run_recipe(recipe: TrainRecipe, *, resume: Path | None = None, ignored: Collection[str] = (),
-               kept: Collection[str] = ()) -> int:
+def run_recipe(
+    recipe: TrainRecipe, *, resume: Path | None = None, ignored: Collection[str] = (), kept: Collection[str] = ()
+) -> int:
     """Train as ``recipe`` says, or go on from the checkpoint ``resume``; return the exit status.
 
     With ``resume`` the checkpoint's task, model and optimization are used: ``ignored`` names the
@@ -50,13 +51,18 @@ def run_recipe(recipe: TrainRecipe, *, resume: Path | None = None, ignored: Coll
     main = distributed.is_main()  # asked now: after training's teardown every process is rank 0
     say: Callable[..., None] = print if main else _quiet
     if state is not None and ignored:
-        say("with --resume the checkpoint's recipe is used; ignored: "
-            + ", ".join(f"--{k.replace('_', '-')}" for k in ignored), file=sys.stderr)
+        say(
+            "with --resume the checkpoint's recipe is used; ignored: "
+            + ", ".join(f"--{k.replace('_', '-')}" for k in ignored),
+            file=sys.stderr,
+        )
     if state is not None:
         recipe = replace(recipe, **{k: state["train_config"][k] for k in OPTIMIZATION_FIELDS})
     if recipe.batch_size < distributed.world_size():
-        say(f"--batch-size {recipe.batch_size} is smaller than the {distributed.world_size()} processes",
-            file=sys.stderr)
+        say(
+            f"--batch-size {recipe.batch_size} is smaller than the {distributed.world_size()} processes",
+            file=sys.stderr,
+        )
         return 2
     run = _set_up(recipe, state, device, amp_given="amp" in kept, resume=resume)
     seconds = _train(run, say)
@@ -65,8 +71,9 @@ def run_recipe(recipe: TrainRecipe, *, resume: Path | None = None, ignored: Coll
     return 0
 
 
-def _set_up(recipe: TrainRecipe, state: dict[str, Any] | None, device: torch.device, *, amp_given: bool,
-            resume: Path | None) -> Run:
+def _set_up(
+    recipe: TrainRecipe, state: dict[str, Any] | None, device: torch.device, *, amp_given: bool, resume: Path | None
+) -> Run:
     """The task, the model (seeded, or the checkpoint's config) and the trainer's config, started as a
     run (``train.start_run``: the model placed, the precision decided, the checkpoint restored)."""
     spec = dict(state["task"]) if state is not None else recipe.task_spec()
@@ -87,9 +94,11 @@ def _train(run: Run, say: Callable[..., None]) -> float:
     """Describe the run, train it, and return the seconds it took (the processes are torn down after)."""
     config, model, device = run.config, run.model, run.device
     say(run.task.describe())
-    say(f"model: {sum(p.numel() for p in model.parameters()):,} parameters; device {device}; precision "
+    say(
+        f"model: {sum(p.numel() for p in model.parameters()):,} parameters; device {device}; precision "
         f"{run.precision}; batch {config.batch_size} over {distributed.world_size()} process(es); "
-        f"{'from step ' + str(run.step) if run.step else 'from scratch'} to step {config.steps}")
+        f"{'from step ' + str(run.step) if run.step else 'from scratch'} to step {config.steps}"
+    )
     if config.cuda_graph and device.type != "cuda":
         say(f"--cuda-graph: a graph needs CUDA; on {device.type} the same step runs eagerly", file=sys.stderr)
     start = time.perf_counter()
@@ -105,8 +114,10 @@ def _progress(step: int, metrics: dict) -> None:
     """A validation line above the progress bar."""
     from tqdm import tqdm
 
-    tqdm.write(f"step {step:5d}  loss {metrics['loss']:.3f}  validation exact match {metrics['exact_match']:.3f}  "
-               f"({metrics['train_seconds']:.1f} s in steps)")
+    tqdm.write(
+        f"step {step:5d}  loss {metrics['loss']:.3f}  validation exact match {metrics['exact_match']:.3f}  "
+        f"({metrics['train_seconds']:.1f} s in steps)"
+    )
 
 
 def _report(run: Run, seconds: float, say: Callable[..., None]) -> None:
@@ -117,8 +128,13 @@ def _report(run: Run, seconds: float, say: Callable[..., None]) -> None:
     best = saved_state.get("best")
     model = checkpoint.load_model(saved_state).to(run.device)
     test = evaluate(model, run.task.test, run.task.tgt_vocab, device=run.device)
-    which = (f"best validated weights, step {best['step']} (validation exact match "
-             f"{best['metrics']['exact_match']:.3f})" if best else "last weights (never validated)")
-    say(f"held-out test exact match {test['exact_match']:.1%} (token accuracy {test['token_accuracy']:.1%}) "
-        f"on {len(run.task.test)} pairs with the {which}; training took {seconds:.0f} s")
+    which = (
+        f"best validated weights, step {best['step']} (validation exact match {best['metrics']['exact_match']:.3f})"
+        if best
+        else "last weights (never validated)"
+    )
+    say(
+        f"held-out test exact match {test['exact_match']:.1%} (token accuracy {test['token_accuracy']:.1%}) "
+        f"on {len(run.task.test)} pairs with the {which}; training took {seconds:.0f} s"
+    )
     say(f"checkpoint: {run.out} (--resume goes on from step {saved_state['step']}; load_model gives the best)")

@@ -24,9 +24,17 @@ from autograder.reference.train_config import TrainConfig
 
 
 def train_step(
-    model: nn.Module, src: Tensor, tgt: Tensor, optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None, smoothing: float, pad_id: int,
-    *, clip_norm: float | None = 1.0, autocast=None, scaler: torch.amp.GradScaler | None = None,
+    model: nn.Module,
+    src: Tensor,
+    tgt: Tensor,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None,
+    smoothing: float,
+    pad_id: int,
+    *,
+    clip_norm: float | None = 1.0,
+    autocast=None,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
     """One teacher-forced optimizer step; returns the label-smoothed loss as a float.
 
@@ -89,8 +97,16 @@ def training_batches(task: Task, config: TrainConfig) -> TrainingBatches:
     return TrainingBatches(task.train, config.batch_size, task.tgt_vocab.pad_id, config.seed)
 
 
-def step_function(model: nn.Module, config: TrainConfig, device: torch.device, optimizer, scheduler, scaler,
-                  dtype: torch.dtype | None, pad_id: int) -> Callable[[Tensor, Tensor], float]:
+def step_function(
+    model: nn.Module,
+    config: TrainConfig,
+    device: torch.device,
+    optimizer,
+    scheduler,
+    scaler,
+    dtype: torch.dtype | None,
+    pad_id: int,
+) -> Callable[[Tensor, Tensor], float]:
     """The function that takes one step on a batch, as ``train`` takes it: eager, compiled (as
     ``config.compile_plan`` says), or a replayed CUDA graph. ``optimizer``, ``scheduler``: from
     ``make_optimizer(model, config)``; ``scaler``: float16's GradScaler or None; ``dtype``: autocast's."""
@@ -98,18 +114,44 @@ def step_function(model: nn.Module, config: TrainConfig, device: torch.device, o
         if distributed.world_size() > 1:
             raise ValueError("cuda_graph trains in one process: DistributedDataParallel's hooks cannot be captured")
         captured.prepare(optimizer, device)
-        return captured.GraphedStep(model, optimizer, scheduler, smoothing=config.smoothing, pad_id=pad_id,
-                                    clip_norm=config.clip_norm, dtype=dtype, device=device)
+        return captured.GraphedStep(
+            model,
+            optimizer,
+            scheduler,
+            smoothing=config.smoothing,
+            pad_id=pad_id,
+            clip_norm=config.clip_norm,
+            dtype=dtype,
+            device=device,
+        )
     if config.compile is None:
         net = distributed.wrap(model, device)
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
-        return lambda src, tgt: train_step(net, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
-                                           clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+        return lambda src, tgt: train_step(
+            net,
+            src,
+            tgt,
+            optimizer,
+            scheduler,
+            config.smoothing,
+            pad_id,
+            clip_norm=config.clip_norm,
+            autocast=autocast,
+            scaler=scaler,
+        )
     return _compiled_step(model, config, device, optimizer, scheduler, scaler, dtype, pad_id)
 
 
-def _compiled_step(model: nn.Module, config: TrainConfig, device: torch.device, optimizer, scheduler, scaler,
-                   dtype: torch.dtype | None, pad_id: int) -> Callable[[Tensor, Tensor], float]:
+def _compiled_step(
+    model: nn.Module,
+    config: TrainConfig,
+    device: torch.device,
+    optimizer,
+    scheduler,
+    scaler,
+    dtype: torch.dtype | None,
+    pad_id: int,
+) -> Callable[[Tensor, Tensor], float]:
     """``step_function``'s step under ``torch.compile``, as ``config.compile_plan`` says: the fused
     kernels, the whole loss compiled (one process), or the model compiled inside the eager step."""
     backend = config.compile
@@ -118,16 +160,26 @@ def _compiled_step(model: nn.Module, config: TrainConfig, device: torch.device, 
     if plan.fused_kernels:
         fuse(model)  # in place, before the optimizer's first step: the same parameters, the same function
     if plan.whole_loss and distributed.world_size() == 1:
-        loss_of = captured.compile_loss(model, backend, device, smoothing=config.smoothing, pad_id=pad_id,
-                                        dtype=dtype)
-        return captured.loss_step(loss_of, model, optimizer, scheduler, clip_norm=config.clip_norm, scaler=scaler,
-                                  device=device)
+        loss_of = captured.compile_loss(model, backend, device, smoothing=config.smoothing, pad_id=pad_id, dtype=dtype)
+        return captured.loss_step(
+            loss_of, model, optimizer, scheduler, clip_norm=config.clip_norm, scaler=scaler, device=device
+        )
     compiled = captured.compile_model(distributed.wrap(model, device), backend, device)
     autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
 
     def step(src: Tensor, tgt: Tensor) -> float:
         captured.mark_step(device)
-        return train_step(compiled, src, tgt, optimizer, scheduler, config.smoothing, pad_id,
-                          clip_norm=config.clip_norm, autocast=autocast, scaler=scaler)
+        return train_step(
+            compiled,
+            src,
+            tgt,
+            optimizer,
+            scheduler,
+            config.smoothing,
+            pad_id,
+            clip_norm=config.clip_norm,
+            autocast=autocast,
+            scaler=scaler,
+        )
 
     return step

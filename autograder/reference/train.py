@@ -41,9 +41,22 @@ from autograder.reference.stream import TrainingBatches, pad_to_bucket
 from autograder.reference.train_config import TrainConfig
 
 __all__ = [
-    "AMP_MODES", "AUTO_LOW_PRECISION_MIN_D_MODEL", "TrainConfig", "TrainingBatches", "amp_dtype", "autocast_for",
-    "Run", "evaluate", "make_optimizer", "precision_name", "start_run", "step_function", "train", "train_run",
-    "train_step", "training_batches",
+    "AMP_MODES",
+    "AUTO_LOW_PRECISION_MIN_D_MODEL",
+    "TrainConfig",
+    "TrainingBatches",
+    "amp_dtype",
+    "autocast_for",
+    "Run",
+    "evaluate",
+    "make_optimizer",
+    "precision_name",
+    "start_run",
+    "step_function",
+    "train",
+    "train_run",
+    "train_step",
+    "training_batches",
 ]
 
 
@@ -85,17 +98,32 @@ class Run:
         """Write the checkpoint (rank 0; every rank takes part in gathering the generators)."""
         rng = distributed.gather(checkpoint.rng_state())
         if self.out is not None and distributed.is_main():
-            checkpoint.save(checkpoint.snapshot(
-                step=self.step, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler,
-                scaler=self.scaler, data=self.data.state_dict(), rng=rng, train_config=self.config,
-                history=self.history, task=self.task_spec, metrics=self.metrics, device_type=self.device.type,
-                precision=self.precision, best=self.best), self.out)
+            checkpoint.save(
+                checkpoint.snapshot(
+                    step=self.step,
+                    model=self.model,
+                    optimizer=self.optimizer,
+                    scheduler=self.scheduler,
+                    scaler=self.scaler,
+                    data=self.data.state_dict(),
+                    rng=rng,
+                    train_config=self.config,
+                    history=self.history,
+                    task=self.task_spec,
+                    metrics=self.metrics,
+                    device_type=self.device.type,
+                    precision=self.precision,
+                    best=self.best,
+                ),
+                self.out,
+            )
 
     def validate(self, valid: list, callback: Callable[[int, dict], None] | None) -> dict[str, float]:
         """Decode ``valid`` greedily, keep the best weights, tell ``callback``; every rank evaluates
         (their weights are equal), so all agree on when to stop."""
-        metrics = evaluate(self.model, valid, self.task.tgt_vocab, batch_size=self.config.eval_batch_size,
-                           device=self.device)
+        metrics = evaluate(
+            self.model, valid, self.task.tgt_vocab, batch_size=self.config.eval_batch_size, device=self.device
+        )
         metrics.update(loss=self.history[-1], train_seconds=self.train_seconds)
         self.metrics = metrics
         if _better(metrics, self.best):
@@ -105,9 +133,16 @@ class Run:
         return metrics
 
 
-def start_run(model: nn.Module, task: Task, config: TrainConfig | None = None,
-              device: torch.device | str | None = None, *, resume: dict[str, Any] | None = None,
-              out: str | Path | None = None, task_spec: dict[str, Any] | None = None) -> Run:
+def start_run(
+    model: nn.Module,
+    task: Task,
+    config: TrainConfig | None = None,
+    device: torch.device | str | None = None,
+    *,
+    resume: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    task_spec: dict[str, Any] | None = None,
+) -> Run:
     """Place the model, decide the precision (the one place that does), build the optimizer and the
     batches, and restore ``resume`` into them: the run ready for its first step. The arguments are
     ``train``'s."""
@@ -121,23 +156,36 @@ def start_run(model: nn.Module, task: Task, config: TrainConfig | None = None,
     config = replace(config, amp=checkpoint.AMP_OF_PRECISION[precision])  # the checkpoint records what "auto" chose
     optimizer, scheduler = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    run = Run(model, task, config, device, optimizer, scheduler, scaler, training_batches(task, config), dtype,
-              out, task_spec)
+    run = Run(
+        model, task, config, device, optimizer, scheduler, scaler, training_batches(task, config), dtype, out, task_spec
+    )
     if resume is not None:
         checkpoint.warn_if_changed(resume, device.type, precision)
-        run.step = checkpoint.restore(resume, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler,
-                                      data=run.data, rank=distributed.rank(), world_size=distributed.world_size())
+        run.step = checkpoint.restore(
+            resume,
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            scaler=scaler,
+            data=run.data,
+            rank=distributed.rank(),
+            world_size=distributed.world_size(),
+        )
         run.history, run.best = list(resume["history"]), resume.get("best")
     return run
 
 
-def _loop(run: Run, take_step: Callable[[Tensor, Tensor], float],
-          callback: Callable[[int, dict], None] | None) -> None:
+def _loop(run: Run, take_step: Callable[[Tensor, Tensor], float], callback: Callable[[int, dict], None] | None) -> None:
     """Take the steps from the run's step up to ``config.steps``, validating and saving on schedule."""
     config, pad_id = run.config, run.task.tgt_vocab.pad_id
     valid = run.task.valid[: config.eval_size]
-    bar = tqdm(range(run.step + 1, config.steps + 1), initial=run.step, total=config.steps,
-               disable=not config.progress or not distributed.is_main(), desc=f"train {run.task.name}")
+    bar = tqdm(
+        range(run.step + 1, config.steps + 1),
+        initial=run.step,
+        total=config.steps,
+        disable=not config.progress or not distributed.is_main(),
+        desc=f"train {run.task.name}",
+    )
     started = time.perf_counter()
     for step in bar:
         run.step = step
@@ -154,13 +202,15 @@ def _loop(run: Run, take_step: Callable[[Tensor, Tensor], float],
         if config.time_limit and distributed.world_size() > 1:  # the ranks' clocks differ: stop together
             out_of_time = distributed.all_sum(out_of_time) > 0
         stop = out_of_time
-        if config.eval_every and valid and (run.step % config.eval_every == 0 or run.step == config.steps
-                                            or out_of_time):
+        if (
+            config.eval_every
+            and valid
+            and (run.step % config.eval_every == 0 or run.step == config.steps or out_of_time)
+        ):
             metrics = run.validate(valid, callback)
             bar.set_postfix(loss=f"{run.history[-1]:.3f}", valid_em=f"{metrics['exact_match']:.3f}")
             stop = stop or (config.stop_at is not None and metrics["exact_match"] >= config.stop_at)
-        if run.out is not None and config.save_every and run.step % config.save_every == 0 \
-                and run.step != config.steps:
+        if run.out is not None and config.save_every and run.step % config.save_every == 0 and run.step != config.steps:
             run.save()
         if stop:
             break
@@ -168,9 +218,15 @@ def _loop(run: Run, take_step: Callable[[Tensor, Tensor], float],
 
 
 def train(
-    model: nn.Module, task: Task, config: TrainConfig | None = None, device: torch.device | str | None = None,
-    callback: Callable[[int, dict], None] | None = None, *, out: str | Path | None = None,
-    resume: dict[str, Any] | None = None, task_spec: dict[str, Any] | None = None,
+    model: nn.Module,
+    task: Task,
+    config: TrainConfig | None = None,
+    device: torch.device | str | None = None,
+    callback: Callable[[int, dict], None] | None = None,
+    *,
+    out: str | Path | None = None,
+    resume: dict[str, Any] | None = None,
+    task_spec: dict[str, Any] | None = None,
 ) -> list[float]:
     """Train ``model`` on ``task.train`` with the textbook recipe; return the loss of every step.
 
@@ -201,8 +257,16 @@ def train(
 def train_run(run: Run, callback: Callable[[int, dict], None] | None = None) -> list[float]:
     """Take the steps of ``run`` (from ``start_run``) as ``train`` does, write its checkpoint at the end
     when it has ``out``, and return the loss of every step of the run."""
-    take_step = step_function(run.model, run.config, run.device, run.optimizer, run.scheduler, run.scaler,
-                              run.dtype, run.task.tgt_vocab.pad_id)
+    take_step = step_function(
+        run.model,
+        run.config,
+        run.device,
+        run.optimizer,
+        run.scheduler,
+        run.scaler,
+        run.dtype,
+        run.task.tgt_vocab.pad_id,
+    )
     _loop(run, take_step, callback)
     if run.out is not None:
         run.save()

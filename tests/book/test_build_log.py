@@ -14,7 +14,8 @@ NOISE = ["without encryption", "BuildBackendWarning", "SetuptoolsDeprecationWarn
 
 def test_the_build_log_is_quiet_and_ends_with_the_result(built_site: Path):
     log = BUILD_LOG.read_text()
-    assert not [word for word in NOISE if word in log], [line for line in log.splitlines()
-                                                         if any(word in line for word in NOISE)][:5]
+    assert not [word for word in NOISE if word in log], [
+        line for line in log.splitlines() if any(word in line for word in NOISE)
+    ][:5]
     tail = "\n".join(log.strip().splitlines()[-8:])
     assert "_build/html/index.html" in tail, tail

@@ -26,8 +26,9 @@ def softmax(x, dim=-1):
     raise NotImplementedError()
 
 
-@pytest.mark.parametrize(("check", "stub"), [(check_relu, relu), (check_mean_squared_error, mean_squared_error),
-                                             (check_softmax, softmax)])
+@pytest.mark.parametrize(
+    ("check", "stub"), [(check_relu, relu), (check_mean_squared_error, mean_squared_error), (check_softmax, softmax)]
+)
 def test_a_blank_exercise_is_said_to_be_not_answered(fails, check, stub) -> None:
     """Does the check of an untouched stub raise NotImplementedError saying, in words, which
     exercise is not answered yet and what to do?"""
@@ -52,9 +53,11 @@ def test_the_blank_exercise_named_is_the_one_whose_stub_raised(candidate_side) -
 
 def test_a_method_or_the_checks_own_code_is_not_named() -> None:
     """Does a stub's `forward` (a class's exercise) fall back to the check's name?"""
+
     class Block:
         def forward(self, x):
             raise NotImplementedError()
+
     try:
         Block().forward(1)
     except NotImplementedError as err:
@@ -63,7 +66,9 @@ def test_a_method_or_the_checks_own_code_is_not_named() -> None:
 
 def test_a_message_of_the_students_own_is_kept(fails) -> None:
     """Is a NotImplementedError raised with a message of its own (not the stub's) left as it is?"""
+
     def relu(x):
         raise NotImplementedError("complex tensors are not supported")
+
     message = fails(check_relu, relu, error=NotImplementedError, said="complex tensors are not supported")
     assert "not answered" not in message

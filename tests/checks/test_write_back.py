@@ -65,8 +65,11 @@ def _checks() -> list[tuple[str, Any]]:
     for info in pkgutil.iter_modules(autograder.checks.__path__):
         if info.name.startswith("ch"):
             module = importlib.import_module(f"autograder.checks.{info.name}")
-            found += [(f"{info.name}.{name}", fn) for name, fn in sorted(vars(module).items())
-                      if name.startswith("check_") and callable(fn) and fn.__module__ == module.__name__]
+            found += [
+                (f"{info.name}.{name}", fn)
+                for name, fn in sorted(vars(module).items())
+                if name.startswith("check_") and callable(fn) and fn.__module__ == module.__name__
+            ]
     return found
 
 

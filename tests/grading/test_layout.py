@@ -18,9 +18,13 @@ def test_the_layout_is_the_folders_nbgrader_is_told() -> None:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config().CourseDirectory
     layout = CourseLayout(Path(config.root))
     assert Path(config.root) == REPO
-    named = {"source_directory": layout.solutions, "release_directory": layout.notebooks,
-             "submitted_directory": layout.submitted, "autograded_directory": layout.autograded,
-             "feedback_directory": layout.feedback}
+    named = {
+        "source_directory": layout.solutions,
+        "release_directory": layout.notebooks,
+        "submitted_directory": layout.submitted,
+        "autograded_directory": layout.autograded,
+        "feedback_directory": layout.feedback,
+    }
     assert {key: layout.root / config[key] for key in named} == named
     assert config.db_url == layout.db_url
 
@@ -34,4 +38,7 @@ def test_a_lab_and_a_student_have_their_paths() -> None:
     assert layout.submission("ada", "02-x") == Path("/course/submitted/ada/02-x")
     assert layout.autograded_notebook("ada", "02-x") == Path("/course/autograded/ada/02-x/02-x.ipynb")
     assert (layout.grades_csv, layout.reports, layout.grading_logs) == (
-        Path("/course/grades.csv"), Path("/course/reports"), Path("/course/grading-logs"))
+        Path("/course/grades.csv"),
+        Path("/course/reports"),
+        Path("/course/grading-logs"),
+    )

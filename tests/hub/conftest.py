@@ -2,5 +2,8 @@
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "hub: starts a JupyterHub as root with Linux accounts of its own; run it "
-                                       "alone (pytest -m hub), not beside grading tests")
+    config.addinivalue_line(
+        "markers",
+        "hub: starts a JupyterHub as root with Linux accounts of its own; run it "
+        "alone (pytest -m hub), not beside grading tests",
+    )

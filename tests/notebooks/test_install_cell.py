@@ -33,10 +33,12 @@ def test_install_cell_installs_this_version_from_the_site(folder: str, lab: str)
     first cell install exactly that version from there?"""
     nb = nbformat.read(str(REPO / folder / lab / f"{lab}.ipynb"), as_version=4)
     site = authoring.course_site(REPO)
-    assert nb.metadata[authoring.METADATA_KEY] == {"version": autograder.__version__, "site": site}, \
+    assert nb.metadata[authoring.METADATA_KEY] == {"version": autograder.__version__, "site": site}, (
         f"{folder}/{lab}: run `python -m autograder.authoring` and `python -m autograder release`"
-    assert nb.cells[0].source == authoring.install_source(autograder.__version__, site), \
+    )
+    assert nb.cells[0].source == authoring.install_source(autograder.__version__, site), (
         f"{folder}/{lab}: run `python -m autograder.authoring` and `python -m autograder release`"
+    )
     assert "import autograder\n" not in nb.cells[0].source.split("except")[0]  # never a bare import as the guard
 
 

@@ -20,8 +20,12 @@ def torch_stack_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first:
     if decoder:
         theirs = nn.TransformerDecoder(first, len(layers), norm=norm)  # type: ignore[arg-type]
     else:
-        theirs = nn.TransformerEncoder(first, len(layers), norm=norm,  # type: ignore[arg-type]
-                                       enable_nested_tensor=False)
+        theirs = nn.TransformerEncoder(
+            first,
+            len(layers),
+            norm=norm,  # type: ignore[arg-type]
+            enable_nested_tensor=False,
+        )
     new_state = {}
     for i in range(len(layers)):
         layer_state = layer_state_to_torch(state, f"layers.{i}.", decoder)

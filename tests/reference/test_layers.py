@@ -66,7 +66,9 @@ def test_decoder_layer_equals_pytorch(dtype, norm_first):
     y, memory, src_keep, tgt_keep = _inputs(dtype)
     causal = ref.causal_mask(6)
     expected = theirs(
-        y, memory, tgt_mask=ref.to_pytorch_mask(causal),
+        y,
+        memory,
+        tgt_mask=ref.to_pytorch_mask(causal),
         tgt_key_padding_mask=ref.to_pytorch_mask(tgt_keep),
         memory_key_padding_mask=ref.to_pytorch_mask(src_keep),
     )
@@ -91,8 +93,9 @@ def test_stacks_equal_pytorch(dtype, norm_first):
     torch.testing.assert_close(memory[src_keep], t_memory[src_keep], **TOL[dtype])
     causal = ref.causal_mask(6)
     found = dec(y, memory, causal, src_keep[:, None, None, :])
-    expected = t_dec(y, memory, tgt_mask=ref.to_pytorch_mask(causal),
-                     memory_key_padding_mask=ref.to_pytorch_mask(src_keep))
+    expected = t_dec(
+        y, memory, tgt_mask=ref.to_pytorch_mask(causal), memory_key_padding_mask=ref.to_pytorch_mask(src_keep)
+    )
     torch.testing.assert_close(found, expected, **TOL[dtype])
 
 

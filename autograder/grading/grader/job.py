@@ -106,8 +106,14 @@ class Result:
         data = json.loads(text)
         if not isinstance(data, dict):
             return cls(crash=f"unexpected answer from the grading process: {text[:200]}")
-        runs = {key: Run(**{k: v for k, v in data[key].items() if k in {f.name for f in dataclasses.fields(Run)}})
-                for key in ("autograde", "feedback") if isinstance(data.get(key), dict)}
-        plain = {f.name: data[f.name] for f in dataclasses.fields(cls)
-                 if f.name in data and f.name not in ("autograde", "feedback")}
+        runs = {
+            key: Run(**{k: v for k, v in data[key].items() if k in {f.name for f in dataclasses.fields(Run)}})
+            for key in ("autograde", "feedback")
+            if isinstance(data.get(key), dict)
+        }
+        plain = {
+            f.name: data[f.name]
+            for f in dataclasses.fields(cls)
+            if f.name in data and f.name not in ("autograde", "feedback")
+        }
         return dataclasses.replace(cls(**plain), autograde=runs.get("autograde"), feedback=runs.get("feedback"))

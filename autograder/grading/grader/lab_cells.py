@@ -57,5 +57,4 @@ def answer_cells(submission: Path) -> list[str]:
     """The code cells a submission runs before its tests can be called: all but the graded
     test cells, in order."""
     nb = nbformat.read(str(submission), as_version=4)
-    return [c.source for c in nb.cells
-            if c.cell_type == "code" and not nbcells.is_graded(c)]
+    return [c.source for c in nb.cells if c.cell_type == "code" and not nbcells.is_graded(c)]

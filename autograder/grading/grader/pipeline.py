@@ -74,6 +74,7 @@ def _check_selection(names: list[str] | None, known: list[str], what: str, where
 
 # ----------------------------------------------------------------------------- steps
 
+
 @contextlib.contextmanager
 def _scripts_on_path() -> Iterator[None]:
     """This Python's scripts first on PATH while the block runs (nbgrader's Gradebook calls
@@ -95,10 +96,12 @@ def _readable_by_others(layout: CourseLayout, db_url: str) -> list[str]:
     gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
     if not other_people():
         return []
-    return [f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
-            "(see the instructor guide's hub section)"
-            for shown, path in (("solutions/", layout.solutions), ("the gradebook", gradebook))
-            if path is not None and readable_by_others(path)]
+    return [
+        f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
+        "(see the instructor guide's hub section)"
+        for shown, path in (("solutions/", layout.solutions), ("the gradebook", gradebook))
+        if path is not None and readable_by_others(path)
+    ]
 
 
 def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
@@ -110,8 +113,11 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     # the id, the name, or who it is ("John Smith (Moodle 202)"), in any Unicode form
     students = [collected.ids.get(nfc(s)) or safe_id(s) for s in options.students or []]
     _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
-    pairs = [(s, lab) for s, lab in collected.pairs
-             if (not options.labs or lab in options.labs) and (not students or s in students)]
+    pairs = [
+        (s, lab)
+        for s, lab in collected.pairs
+        if (not options.labs or lab in options.labs) and (not students or s in students)
+    ]
     not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
     layout = CourseLayout(root)
     notes = collected.notes + _readable_by_others(layout, options.db_url or layout.db_url)
@@ -125,8 +131,9 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
     jobs: list[Job] = []
     layout, options, scratch = CourseLayout(g.root), g.options, g.scratch
     for student, lab in g.pairs:
-        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox,
-                                                     original_id=g.originals.get(student, ""))
+        outcome = outcomes[(student, lab)] = Outcome(
+            student, lab, sandboxed=options.sandbox, original_id=g.originals.get(student, "")
+        )
         found = inspect_submission(layout.submission(student, lab), lab, layout.release(lab), layout.source(lab))
         outcome.notes += found.notes
         if found.problem:
@@ -134,16 +141,34 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
             outcome.notes.append(found.problem)
             continue
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-        config: dict = {"CourseDirectory.db_url": g.db_url, **kernelspec.install(
-            scratch / "jupyter", options.limits, scratch / "k" / str(len(jobs)),
-            name=f"{kernelspec.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
+        config: dict = {
+            "CourseDirectory.db_url": g.db_url,
+            **kernelspec.install(
+                scratch / "jupyter",
+                options.limits,
+                scratch / "k" / str(len(jobs)),
+                name=f"{kernelspec.NAME}-{len(jobs)}",
+                enabled=options.sandbox,
+                package=options.package,
+            ),
+        }
         config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
-        job = Job(str(g.root), lab, student, config, lock=g.lock, jupyter_path=str(scratch / "jupyter"),
-                  limits=options.limits, scratch=str(scratch), sandbox=options.sandbox,
-                  package=str(options.package or boot.package_dir(g.root)),
-                  original_id=g.originals.get(student, ""), late=g.late.get((student, lab), ""))
+        job = Job(
+            str(g.root),
+            lab,
+            student,
+            config,
+            lock=g.lock,
+            jupyter_path=str(scratch / "jupyter"),
+            limits=options.limits,
+            scratch=str(scratch),
+            sandbox=options.sandbox,
+            package=str(options.package or boot.package_dir(g.root)),
+            original_id=g.originals.get(student, ""),
+            late=g.late.get((student, lab), ""),
+        )
         stage(layout, scratch / "staged", job, found.data)
         jobs.append(job)
     return outcomes, jobs
@@ -178,9 +203,17 @@ def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
 
 def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path) -> Job:
     """A job for the preflight: the first job's lab, in a kernel of its own."""
-    config = {**jobs[0].config, **kernelspec.install(
-        scratch / "jupyter", options.limits, scratch / "k" / "preflight", name=f"{kernelspec.NAME}-preflight",
-        enabled=options.sandbox, package=options.package)}
+    config = {
+        **jobs[0].config,
+        **kernelspec.install(
+            scratch / "jupyter",
+            options.limits,
+            scratch / "k" / "preflight",
+            name=f"{kernelspec.NAME}-preflight",
+            enabled=options.sandbox,
+            package=options.package,
+        ),
+    }
     return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
 
 
@@ -226,11 +259,22 @@ def grade_each(g: Grading) -> None:
     CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
     first = _preflight_job(g.root, g.jobs, g.options, g.scratch) if g.jobs else None
     if first is not None:
-        print(f"Checking the grader before the first student: the solution of {first.lab} must get full marks "
-              "in the sandbox (about 20 seconds)...", file=sys.stderr, flush=True)
-    run_jobs(g.jobs, first, lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
-             processes=g.options.jobs, job_timeout=g.options.job_timeout, scratch=g.scratch,
-             package=g.options.package, progress=g.options.progress)
+        print(
+            f"Checking the grader before the first student: the solution of {first.lab} must get full marks "
+            "in the sandbox (about 20 seconds)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    run_jobs(
+        g.jobs,
+        first,
+        lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
+        processes=g.options.jobs,
+        job_timeout=g.options.job_timeout,
+        scratch=g.scratch,
+        package=g.options.package,
+        progress=g.options.progress,
+    )
 
 
 def score(g: Grading) -> None:
@@ -255,8 +299,9 @@ def export(g: Grading) -> None:
 STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export, report]
 
 
-def grade(root: Path, source: Path, options: Options | None = None,
-          steps: list[Callable[[Grading], None]] = STEPS) -> list[Outcome]:
+def grade(
+    root: Path, source: Path, options: Options | None = None, steps: list[Callable[[Grading], None]] = STEPS
+) -> list[Outcome]:
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
     root = Path(root).resolve()

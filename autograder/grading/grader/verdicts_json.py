@@ -82,21 +82,24 @@ def _exercise(data: Any, where: str) -> ExerciseVerdict:
         raise VerdictsFileError(f"{where}.status: {status!r} is none of {', '.join(STATUSES)}")
     mistake = data.get("mistake")
     if (mistake is None) != (status != "failed"):
-        raise VerdictsFileError(f"{where}.mistake: an id when failed, null otherwise (status {status}, "
-                                f"mistake {mistake!r})")
+        raise VerdictsFileError(
+            f"{where}.mistake: an id when failed, null otherwise (status {status}, mistake {mistake!r})"
+        )
     cells = _expect(data.get("answer_cells"), list, f"{where}.answer_cells")
     alone, status_alone = data.get("points_alone"), data.get("status_alone")
     if status_alone is not None and status_alone not in STATUSES:
         raise VerdictsFileError(f"{where}.status_alone: {status_alone!r} is none of {', '.join(STATUSES)} (or null)")
     return ExerciseVerdict(
         exercise=_expect(data.get("exercise"), str, f"{where}.exercise"),
-        answer_cells=[_expect(c, str, f"{where}.answer_cells") for c in cells], status=status,
+        answer_cells=[_expect(c, str, f"{where}.answer_cells") for c in cells],
+        status=status,
         points=float(_expect(data.get("points"), (int, float), f"{where}.points")),
         max_points=float(_expect(data.get("max_points"), (int, float), f"{where}.max_points")),
         mistake=None if mistake is None else _expect(mistake, str, f"{where}.mistake"),
         message=_expect(data.get("message"), str, f"{where}.message"),
         points_alone=None if alone is None else float(_expect(alone, (int, float), f"{where}.points_alone")),
-        status_alone=status_alone)
+        status_alone=status_alone,
+    )
 
 
 def parse_verdicts(text: str, where: str = "verdicts") -> LabVerdicts:
@@ -115,10 +118,14 @@ def parse_verdicts(text: str, where: str = "verdicts") -> LabVerdicts:
         student=_expect(data.get("student"), str, f"{where}.student"),
         original_id=None if original is None else _expect(original, str, f"{where}.original_id"),
         lab=_expect(data.get("lab"), str, f"{where}.lab"),
-        exercises=[_exercise(e, f"{where}.exercises[{i}]")
-                   for i, e in enumerate(_expect(data.get("exercises"), list, f"{where}.exercises"))],
-        answers={_expect(k, str, f"{where}.answers"): _expect(v, str, f"{where}.answers[{k!r}]")
-                 for k, v in answers.items()})
+        exercises=[
+            _exercise(e, f"{where}.exercises[{i}]")
+            for i, e in enumerate(_expect(data.get("exercises"), list, f"{where}.exercises"))
+        ],
+        answers={
+            _expect(k, str, f"{where}.answers"): _expect(v, str, f"{where}.answers[{k!r}]") for k, v in answers.items()
+        },
+    )
 
 
 def read_verdicts(path: Path | str) -> LabVerdicts:

@@ -33,11 +33,33 @@ from autograder.grading.protocol.errors import cell_frames, exception_for, frame
 from autograder.grading.protocol.tensors_back import copy_back, differentiable
 
 # the methods of an nn.Module that change it: a module the grader exports is the grader's own
-MODULE_CHANGES = frozenset({
-    "load_state_dict", "apply", "to", "to_empty", "cuda", "cpu", "xpu", "mps", "ipu", "type", "float", "double",
-    "half", "bfloat16", "requires_grad_", "zero_grad", "register_buffer", "register_parameter", "add_module",
-    "register_module", "set_extra_state", "share_memory", "set_submodule"})
-
+MODULE_CHANGES = frozenset(
+    {
+        "load_state_dict",
+        "apply",
+        "to",
+        "to_empty",
+        "cuda",
+        "cpu",
+        "xpu",
+        "mps",
+        "ipu",
+        "type",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "requires_grad_",
+        "zero_grad",
+        "register_buffer",
+        "register_parameter",
+        "add_module",
+        "register_module",
+        "set_extra_state",
+        "share_memory",
+        "set_submodule",
+    }
+)
 
 
 class Connection:
@@ -60,8 +82,15 @@ class Connection:
         if not self.trusting and isinstance(obj, (type, types.ModuleType)):
             raise TypeError(f"{type(obj).__name__} objects do not cross to the sandbox")
         self.exported[id(obj)] = obj
-        kind = ("module" if isinstance(obj, torch.nn.Module) else "class" if isinstance(obj, type)
-                else "callable" if callable(obj) else "object")
+        kind = (
+            "module"
+            if isinstance(obj, torch.nn.Module)
+            else "class"
+            if isinstance(obj, type)
+            else "callable"
+            if callable(obj)
+            else "object"
+        )
         return {"$ref": id(obj), "kind": kind}
 
     def _handle_out(self, obj: Any, encoder: wire.Encoder) -> dict:
@@ -71,12 +100,15 @@ class Connection:
             return {"$iter": [encoder(v) for v in obj]}
         ours = type(obj).__module__.startswith("autograder.")
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and ours:
-            return {"$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
-                    "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})}
+            return {
+                "$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
+                "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}),
+            }
         return self.export(obj)
 
-    def encode(self, value: Any, leaves: list | None = None,
-               sources: dict | None = None) -> tuple[Any, dict[str, torch.Tensor]]:
+    def encode(
+        self, value: Any, leaves: list | None = None, sources: dict | None = None
+    ) -> tuple[Any, dict[str, torch.Tensor]]:
         """JSON and tensors for ``value``; tensors that require grad are appended to ``leaves``,
         and ``sources`` maps each tensor's key to the tensor that was sent."""
         encoder = wire.Encoder(lambda obj: self._handle_out(obj, encoder))
@@ -89,6 +121,7 @@ class Connection:
                 if t.requires_grad:
                     leaves.append(t)
                 return plain_tensor(t)
+
             encoder.tensor = tensor  # type: ignore[method-assign]
         return encoder(value), encoder.tensors
 
@@ -132,8 +165,9 @@ class Connection:
         """The value of ``node``; on the trusting side, tensors sent with requires_grad get it
         back and are appended to ``leaves``."""
         found = [] if leaves is None else leaves
-        decoder = wire.Decoder(tensors, lambda n: self._handle_in(n, decoder),
-                               lambda n, t: self._tensor_in(n, t, found))
+        decoder = wire.Decoder(
+            tensors, lambda n: self._handle_in(n, decoder), lambda n, t: self._tensor_in(n, t, found)
+        )
         return decoder(node)
 
     # ------------------------------------------------------------------ requests
@@ -204,8 +238,15 @@ class Connection:
         leaves: list[torch.Tensor] = []
         sources: dict[str, torch.Tensor] = {}
         document, tensors = self.encode([list(args), kwargs], leaves, sources)
-        request = {"op": "call", "target": ref, "args": document[0], "kwargs": document[1],
-                   "grad": torch.is_grad_enabled(), "forbid": self.forbid, **extra}
+        request = {
+            "op": "call",
+            "target": ref,
+            "args": document[0],
+            "kwargs": document[1],
+            "grad": torch.is_grad_enabled(),
+            "forbid": self.forbid,
+            **extra,
+        }
         tensors["rng"] = torch.get_rng_state()
         reply, blobs = self.request(request, tensors)
         rng = blobs.pop("rng", None)
@@ -234,7 +275,6 @@ class Connection:
             yield
         finally:
             self.forbid.pop()
-
 
 
 class RemoteObject:

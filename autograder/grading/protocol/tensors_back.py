@@ -36,11 +36,18 @@ def copy_back(changed: Any, blobs: dict, sources: dict[str, torch.Tensor]) -> No
 def differentiable(value: Any, grads: Any, blobs: dict, leaves: list[torch.Tensor]) -> Any:
     """A floating scalar sent back with one gradient per tensor sent that needed one becomes
     differentiable here (``_Bridge``); any other value is returned as it is."""
-    if not (isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves)
-            and value.dim() == 0 and value.is_floating_point()):
+    if not (
+        isinstance(value, torch.Tensor)
+        and isinstance(grads, list)
+        and len(grads) == len(leaves)
+        and value.dim() == 0
+        and value.is_floating_point()
+    ):
         return value
     decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
-    if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
-           for g, leaf in zip(decoded, leaves, strict=True)):
+    if all(
+        g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
+        for g, leaf in zip(decoded, leaves, strict=True)
+    ):
         return _Bridge.apply(value, decoded, *leaves)
     return value

@@ -89,13 +89,19 @@ class ChildServer(Connection):
         if op == "hello":  # started, imports done, no student code run yet
             return "ready", {}, {}
         if op == "load":
-            return run_cells([str(c) for c in message["cells"]], self.namespace,
-                             float(message.get("limit", 30))), {}, {}
+            return (
+                run_cells([str(c) for c in message["cells"]], self.namespace, float(message.get("limit", 30))),
+                {},
+                {},
+            )
         if op == "bind":  # error carried forward: the solutions of earlier wrong answers, for one check
             carry.unbind(self.undo)
             limit = float(message.get("limit", 30))
-            bound, self.undo = carry.bind(self.namespace, [str(c) for c in message["cells"]],
-                                          lambda cells, namespace: run_cells(cells, namespace, limit))
+            bound, self.undo = carry.bind(
+                self.namespace,
+                [str(c) for c in message["cells"]],
+                lambda cells, namespace: run_cells(cells, namespace, limit),
+            )
             return bound, {}, {}
         if op == "unbind":
             carry.unbind(self.undo)

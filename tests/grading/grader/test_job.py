@@ -15,9 +15,20 @@ from autograder.grading.protocol.confinement import MEMORY_MB, Limits
 def test_a_job_comes_back_from_its_json_the_same() -> None:
     """Does a job survive its one line of JSON, every field included (its limits a ``Limits``
     again, who the student is, the late flag), with the one memory default?"""
-    job = Job("/course", "00-warmup", "ada", {"Execute.timeout": 30}, lock="/tmp/lock", scratch="/tmp/s",
-              sandbox=False, package="/course/autograder", preflight=True, limits=Limits(memory_mb=1024),
-              original_id="Ada L. (Moodle 7)", late="late 2026-11-01 10:00:00")
+    job = Job(
+        "/course",
+        "00-warmup",
+        "ada",
+        {"Execute.timeout": 30},
+        lock="/tmp/lock",
+        scratch="/tmp/s",
+        sandbox=False,
+        package="/course/autograder",
+        preflight=True,
+        limits=Limits(memory_mb=1024),
+        original_id="Ada L. (Moodle 7)",
+        late="late 2026-11-01 10:00:00",
+    )
     back = Job.from_json(job.to_json())
     assert back == job and isinstance(back.limits, Limits) and back.limits.memory_mb == 1024
     assert Job("/course", "00-warmup", "ada").limits.memory_mb == MEMORY_MB
@@ -60,6 +71,7 @@ def test_the_steps_of_a_submission_run_in_order_and_stop_at_false() -> None:
         def run(s: submission.Submission) -> bool:
             ran.append(name)
             return go_on
+
         return run
 
     s = submission.Submission(Job("/course", "lab", "ada"), SimpleNamespace(), None)
@@ -71,13 +83,20 @@ def test_the_default_steps_are_autograde_check_notebook_flags_feedback_record() 
     """Are the worker's steps, in order, autograde, the independent check, its verdicts into
     the notebook, the flags, the feedback and the record of the verdicts (verdicts.json)?"""
     assert [step.__name__ for step in submission.STEPS] == [
-        "autograde", "independent_check", "into_notebook", "flags", "feedback", "record"]
+        "autograde",
+        "independent_check",
+        "into_notebook",
+        "flags",
+        "feedback",
+        "record",
+    ]
 
 
 def test_a_step_appended_to_a_grading_runs_after_the_others(tmp_path) -> None:
     """Can a new per-class step (a class report) be added by appending it to the list of
     ``pipeline.grade``'s steps, and does it see what the steps before it left?"""
     from autograder.grading.grader import pipeline
+
     seen: list[str] = []
 
     def first(g: pipeline.Grading) -> None:
@@ -87,8 +106,16 @@ def test_a_step_appended_to_a_grading_runs_after_the_others(tmp_path) -> None:
     def report(g: pipeline.Grading) -> None:
         seen.append(f"report of {g.pairs}")
 
-    outcomes = pipeline.grade(tmp_path, tmp_path, pipeline.Options(sandbox=False, progress=False),
-                              steps=[first, report])
+    outcomes = pipeline.grade(
+        tmp_path, tmp_path, pipeline.Options(sandbox=False, progress=False), steps=[first, report]
+    )
     assert seen == ["first", "report of [('ada', '00-warmup')]"] and list(outcomes) == []
     assert [step.__name__ for step in pipeline.STEPS] == [
-        "intake", "prepare", "make_jobs", "grade_each", "score", "export", "report"]
+        "intake",
+        "prepare",
+        "make_jobs",
+        "grade_each",
+        "score",
+        "export",
+        "report",
+    ]

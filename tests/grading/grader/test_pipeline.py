@@ -34,8 +34,10 @@ def test_grade_leaves_the_callers_path_alone(tmp_path: Path, monkeypatch) -> Non
     assert (root / "grades.csv").read_text() == "student_id,lab,score,max_score,late,original_id\n"
 
 
-SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
-          "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
+SIGNALS = (
+    "import os, signal\nfor pid in (os.getppid(), -1, 1):\n"
+    "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
+)
 
 
 def _second_clone(folder: Path) -> Path:
@@ -63,16 +65,38 @@ def test_a_second_clone_graded_with_another_checkouts_environment(tmp_path: Path
         zf.writestr(f"signals_12_22_{LAB}.ipynb", nbformat.writes(with_cell(answered(), "relu", SIGNALS)))
         zf.writestr(f"stub_13_23_{LAB}.ipynb", nbformat.writes(released()))
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--lab", LAB, "--jobs", "2",
-                          "--no-progress", "--memory-mb", "2048"], cwd=clone, env=env, capture_output=True,
-                         text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(archive),
+            "--lab",
+            LAB,
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--memory-mb",
+            "2048",
+        ],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
-    rows = {r["student_id"]: (float(r["score"]), float(r["max_score"]))
-            for r in csv.DictReader((clone / "grades.csv").open())}
+    rows = {
+        r["student_id"]: (float(r["score"]), float(r["max_score"]))
+        for r in csv.DictReader((clone / "grades.csv").open())
+    }
     assert rows == {"full": (5, 5), "signals": (5, 5), "stub": (0, 5)}, run.stdout
     # grade's last step, the class report: the stub's two exercises blank, the rest passed
-    exercises = {r["exercise"]: (r["passed"], r["failed"], r["blank"])
-                 for r in csv.DictReader((clone / "reports" / LAB / "exercises.csv").open())}
+    exercises = {
+        r["exercise"]: (r["passed"], r["failed"], r["blank"])
+        for r in csv.DictReader((clone / "reports" / LAB / "exercises.csv").open())
+    }
     assert exercises == {"test_relu": ("2", "0", "1"), "test_mean_squared_error": ("2", "0", "1")}, run.stdout
     assert f"grading imports autograder from the course ({clone / 'autograder'})" in run.stdout
 
@@ -84,6 +108,7 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     child module fails on import), does grading stop before any student with that cause, instead
     of giving every student 0?"""
     from autograder.grading.grader.run import preflight
+
     root = make_course(tmp_path / "course")
     shutil.copytree(REPO / "autograder", root / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
     child = root / "autograder" / "grading" / "sandboxed" / "child.py"

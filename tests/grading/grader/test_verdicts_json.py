@@ -22,15 +22,29 @@ from autograder.grading.grader.verdicts_json import (
 
 def _sample() -> LabVerdicts:
     return LabVerdicts(
-        student="ada", original_id="Ada Lovelace (1815)", lab="02-self-attention",
+        student="ada",
+        original_id="Ada Lovelace (1815)",
+        lab="02-self-attention",
         exercises=[
-            ExerciseVerdict("test_softmax", ["softmax"], "failed", 0.0, 2.0, "softmax/no-max-shift",
-                            "CheckFailed: check_softmax failed.\n  likely mistake: the maximum is not subtracted"),
+            ExerciseVerdict(
+                "test_softmax",
+                ["softmax"],
+                "failed",
+                0.0,
+                2.0,
+                "softmax/no-max-shift",
+                "CheckFailed: check_softmax failed.\n  likely mistake: the maximum is not subtracted",
+            ),
             ExerciseVerdict("test_attention", ["attention"], "passed", 3.0, 3.0, None, ""),
             ExerciseVerdict("test_mha", ["split", "merge"], "blank", 0.0, 4.0, None, "NotImplementedError: "),
         ],
-        answers={"softmax": "def softmax(x, dim=-1):\n    return x.exp()", "attention": "...", "split": "",
-                 "merge": ""})
+        answers={
+            "softmax": "def softmax(x, dim=-1):\n    return x.exp()",
+            "attention": "...",
+            "split": "",
+            "merge": "",
+        },
+    )
 
 
 def test_written_file_reads_back_the_same(tmp_path: Path) -> None:
@@ -50,15 +64,19 @@ def test_unknown_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:
         parse_verdicts(json.dumps(data))
 
 
-@pytest.mark.parametrize("change, said", [
-    (lambda d: d["exercises"][0].update(status="skipped"), "status"),
-    (lambda d: d["exercises"][0].update(mistake=None), "mistake"),  # failed without an id
-    (lambda d: d["exercises"][1].update(mistake="softmax/no-max-shift"), "mistake"),  # passed with one
-    (lambda d: d["exercises"][0].update(points="2"), "points"),
-    (lambda d: d["exercises"][0].update(points=True), "points"),
-    (lambda d: d.update(answers=["softmax"]), "answers"),
-    (lambda d: d.pop("student"), "student"),
-], ids=["status", "failed-no-id", "passed-with-id", "points-text", "points-bool", "answers-list", "no-student"])
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        (lambda d: d["exercises"][0].update(status="skipped"), "status"),
+        (lambda d: d["exercises"][0].update(mistake=None), "mistake"),  # failed without an id
+        (lambda d: d["exercises"][1].update(mistake="softmax/no-max-shift"), "mistake"),  # passed with one
+        (lambda d: d["exercises"][0].update(points="2"), "points"),
+        (lambda d: d["exercises"][0].update(points=True), "points"),
+        (lambda d: d.update(answers=["softmax"]), "answers"),
+        (lambda d: d.pop("student"), "student"),
+    ],
+    ids=["status", "failed-no-id", "passed-with-id", "points-text", "points-bool", "answers-list", "no-student"],
+)
 def test_malformed_files_are_refused(change, said: str) -> None:
     """Is a file whose fields break the schema refused, naming the field?"""
     data = json.loads(_sample().to_json())

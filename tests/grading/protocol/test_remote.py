@@ -63,8 +63,9 @@ def test_one_parameter_read_twice_is_one_tensor(pair) -> None:
 
 def test_a_scalar_computed_over_there_has_its_gradient_here(pair) -> None:
     """Does backward() of a remote loss fill the .grad of the tensor sent, as locally?"""
+
     def loss(x):
-        return (x ** 2).sum() * 3
+        return (x**2).sum() * 3
 
     x = torch.randn(5, requires_grad=True)
     found = _handle(pair, loss)(x)
@@ -102,6 +103,7 @@ def test_an_argument_changed_in_place_changes_here_only_when_named(pair) -> None
 def test_a_state_dict_handed_to_the_child_stays_the_graders(pair) -> None:
     """Does a module whose load_state_dict zeroes what it is given leave the grader's reference
     module (whose own parameters the state dict holds) unchanged?"""
+
     class Zeroing(torch.nn.Linear):
         def load_state_dict(self, state, strict=True):
             for t in state.values():
@@ -144,6 +146,7 @@ def test_a_callback_cannot_spend_the_graders_memory(pair) -> None:
 
 def test_exceptions_keep_their_class_and_message(pair) -> None:
     """Is a ValueError over there a ValueError here, and an unknown class named as it was?"""
+
     class Mine(Exception):
         pass
 
@@ -178,6 +181,5 @@ def test_the_child_gets_only_what_the_grader_exported(pair) -> None:
         return found
 
     found = _handle(pair, probe)(secret)
-    assert found == {"value": 3, "_token": "AttributeError", "os": "TypeError", "klass": "TypeError",
-                     "__dict__": False}
+    assert found == {"value": 3, "_token": "AttributeError", "os": "TypeError", "klass": "TypeError", "__dict__": False}
     assert all(v is secret for v in grader.exported.values())

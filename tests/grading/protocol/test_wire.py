@@ -30,10 +30,24 @@ def _round_trip(value, trusting: bool = False):
 def test_plain_values_cross_unchanged() -> None:
     """Do numbers (NaN and infinities too), strings, tuples, dicts, dtypes and tensors of
     every kind come back equal, with their types?"""
-    value = [None, True, 3, 2.5, float("inf"), "text", (1, (2, 3)), {"a": [1, 2]}, torch.float64,
-             torch.device("cpu"), torch.Size([2, 3]),
-             torch.arange(6).reshape(2, 3).t(), torch.tensor([[True, False]]), torch.zeros(0, 4),
-             torch.randn(3, dtype=torch.float64), torch.tensor(1.5)]
+    value = [
+        None,
+        True,
+        3,
+        2.5,
+        float("inf"),
+        "text",
+        (1, (2, 3)),
+        {"a": [1, 2]},
+        torch.float64,
+        torch.device("cpu"),
+        torch.Size([2, 3]),
+        torch.arange(6).reshape(2, 3).t(),
+        torch.tensor([[True, False]]),
+        torch.zeros(0, 4),
+        torch.randn(3, dtype=torch.float64),
+        torch.tensor(1.5),
+    ]
     back = _round_trip(value)
     assert back[:4] == [None, True, 3, 2.5] and back[4] == float("inf") and type(back[2]) is int
     assert back[5:10] == ["text", (1, (2, 3)), {"a": [1, 2]}, torch.float64, torch.device("cpu")]
@@ -61,27 +75,33 @@ def test_other_objects_travel_as_handles_never_as_values() -> None:
         sender.encode(torch.nn.Linear)
 
 
-@pytest.mark.parametrize("node", [
-    {"$dataclass": "os:system", "fields": {"$dict": {}}},  # the grader never imports what it is told to
-    {"$own": 12345},  # a handle to something the grader never exported
-    {"__reduce__": "x"},
-    {"$float": "1e999"},
-    {"$dtype": "Tensor"},
-    {"$tensor": "missing"},
-])
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"$dataclass": "os:system", "fields": {"$dict": {}}},  # the grader never imports what it is told to
+        {"$own": 12345},  # a handle to something the grader never exported
+        {"__reduce__": "x"},
+        {"$float": "1e999"},
+        {"$dtype": "Tensor"},
+        {"$tensor": "missing"},
+    ],
+)
 def test_the_grader_refuses_what_it_did_not_send(node) -> None:
     """Is every value the grader does not accept a WireError, never an import or a crash?"""
     with pytest.raises(wire.WireError):
         Connection(-1, -1, trusting=False).decode(node, {})
 
 
-@pytest.mark.parametrize("data", [
-    struct.pack(">I", 5) + b"nope!" + struct.pack(">Q", 0),
-    struct.pack(">I", 2) + b"[]" + struct.pack(">Q", 0),
-    struct.pack(">I", 2) + b"{}" + struct.pack(">Q", 4) + b"junk",
-    struct.pack(">I", wire.MAX_JSON + 1),
-    struct.pack(">I", 2) + b"{}" + struct.pack(">Q", wire.MAX_BLOB + 1),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">I", 5) + b"nope!" + struct.pack(">Q", 0),
+        struct.pack(">I", 2) + b"[]" + struct.pack(">Q", 0),
+        struct.pack(">I", 2) + b"{}" + struct.pack(">Q", 4) + b"junk",
+        struct.pack(">I", wire.MAX_JSON + 1),
+        struct.pack(">I", 2) + b"{}" + struct.pack(">Q", wire.MAX_BLOB + 1),
+    ],
+)
 def test_a_broken_message_is_an_error_not_a_crash(data: bytes) -> None:
     """Is a message that is not JSON, not an object, too large or with a blob that does not
     parse refused with WireError?"""

@@ -15,13 +15,13 @@ from tests.grading.helpers import LAB, answered, released, submit, with_cell
 
 PLANTED = "ch99_planted.py"
 
-INPUT_TRANSFORMER = '''
+INPUT_TRANSFORMER = """
 def _skip_checks(lines):
     return [line[:len(line) - len(line.lstrip())] + "pass\\n" if "check_" in line else line for line in lines]
 get_ipython().input_transformers_cleanup.append(_skip_checks)
-'''
+"""
 
-FAKE_CHECKS = '''
+FAKE_CHECKS = """
 import importlib.abc, importlib.machinery, sys, types
 
 class _Fake(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -38,9 +38,9 @@ class _Fake(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 sys.meta_path.insert(0, _Fake())
 sys.modules.pop("autograder.checks", None)
-'''
+"""
 
-PATCHED_TORCH = '''
+PATCHED_TORCH = """
 import torch
 agree = lambda *args, **kwargs: True
 torch.allclose = agree
@@ -54,20 +54,20 @@ def relu(x):
 
 def mean_squared_error(prediction, target):
     return prediction.sum()
-'''
+"""
 
 
 # round 3: a refusal switched off in the submission's own process (a fake TorchDynamo in
 # sys.modules; the checks' `forbidden` replaced under a name built at run time)
-FAKE_DYNAMO = '''
+FAKE_DYNAMO = """
 import sys, types
 sys.modules["torch._dynamo"] = types.SimpleNamespace(disable=lambda fn=None, *args, **kwargs: fn)
 
 def relu(x):
     return torch.ops.aten.relu(x)
-'''
+"""
 
-REPLACED_FORBIDDEN = '''
+REPLACED_FORBIDDEN = """
 import contextlib, importlib
 core = importlib.import_module("autograder.checks." + "core")
 setattr(core, "forb" + "idden", lambda *args, **kwargs: contextlib.nullcontext())
@@ -75,7 +75,7 @@ setattr(importlib.import_module("autograder.checks." + "sentinels"), "forb" + "i
 
 def relu(x):
     return torch.relu(x)
-'''
+"""
 
 
 def many_cells(count: int) -> nbformat.NotebookNode:
@@ -84,40 +84,63 @@ def many_cells(count: int) -> nbformat.NotebookNode:
     nb = answered()
     for i in range(count):
         cell = nbformat.v4.new_markdown_cell("x")
-        cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False,
-                                     "grade_id": f"unknown-{i}", "schema_version": 3}
+        cell.metadata["nbgrader"] = {
+            "grade": False,
+            "solution": False,
+            "locked": False,
+            "grade_id": f"unknown-{i}",
+            "schema_version": 3,
+        }
         nb.cells.append(cell)
     return nb
 
 
 def planted_source(package: Path) -> str:
     target = package / "checks" / PLANTED
-    return (f"open({str(target)!r}, 'w').write('check_relu = check_mean_squared_error = "
-            f"lambda *args, **kwargs: print(\"passed.\")\\n')")
+    return (
+        f"open({str(target)!r}, 'w').write('check_relu = check_mean_squared_error = "
+        f'lambda *args, **kwargs: print("passed.")\\n\')'
+    )
 
 
 def snoop_source(course: Path, home: Path) -> str:
-    paths = [course / "solutions" / LAB / f"{LAB}.ipynb", course / "gradebook.db", home / "secret.txt",
-             course / "submitted" / "zz-victim" / LAB / f"{LAB}.ipynb", course / "nbgrader_config.py"]
-    return (f"import os\nprint(dict(os.environ))\nfor p in {[str(p) for p in paths]!r}:\n"
-            "    try:\n        print(open(p).read()[:20000])\n    except OSError as err:\n        print(err)\n")
+    paths = [
+        course / "solutions" / LAB / f"{LAB}.ipynb",
+        course / "gradebook.db",
+        home / "secret.txt",
+        course / "submitted" / "zz-victim" / LAB / f"{LAB}.ipynb",
+        course / "nbgrader_config.py",
+    ]
+    return (
+        f"import os\nprint(dict(os.environ))\nfor p in {[str(p) for p in paths]!r}:\n"
+        "    try:\n        print(open(p).read()[:20000])\n    except OSError as err:\n        print(err)\n"
+    )
 
 
 def writer_source(course: Path, home: Path, package: Path) -> str:
-    targets = [course / "written.txt", course / "notebooks" / LAB / "written.txt", home / "written.txt",
-               package / "grading" / "written.py", Path("/tmp/autograder-hostile-written.txt")]
-    return (f"for p in {[str(p) for p in targets]!r}:\n    try:\n        open(p, 'w').write('x')\n"
-            "    except OSError as err:\n        print(err)\n")
+    targets = [
+        course / "written.txt",
+        course / "notebooks" / LAB / "written.txt",
+        home / "written.txt",
+        package / "grading" / "written.py",
+        Path("/tmp/autograder-hostile-written.txt"),
+    ]
+    return (
+        f"for p in {[str(p) for p in targets]!r}:\n    try:\n        open(p, 'w').write('x')\n"
+        "    except OSError as err:\n        print(err)\n"
+    )
 
 
 def network_source(port: int) -> str:
-    return (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-            "except OSError as err:\n    print('no network:', err)\n")
+    return (
+        f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "except OSError as err:\n    print('no network:', err)\n"
+    )
 
 
 LINGER = "import subprocess\nsubprocess.Popen(['sleep', '987654'], start_new_session=True)\n"
 
-FORK_BOMB = '''
+FORK_BOMB = """
 import os, time
 children = 0
 try:
@@ -128,9 +151,9 @@ try:
         children += 1
 except OSError as err:
     print("stopped after", children, "processes:", err)
-'''
+"""
 
-DISK_FILL = '''
+DISK_FILL = """
 import os
 written = 0
 try:
@@ -141,18 +164,19 @@ try:
                 written += 1
 except OSError as err:
     print("stopped after", written, "MiB:", err)
-'''
+"""
 
 # feedback-hook: a kernel hook prints every cell it runs, at once and (encoded) in a later cell
-FEEDBACK_HOOK = '''
+FEEDBACK_HOOK = """
 _seen = []
 def _show(info):
     _seen.append(info.raw_cell)
     print("HOOK SAW:", info.raw_cell)
 get_ipython().events.register("pre_run_cell", _show)
-'''
-FEEDBACK_HOOK_LATER = ("import base64\nfor _s in _seen:\n"
-                       "    print('LATER:', _s[::-1], base64.b64encode(_s.encode()).decode())\n")
+"""
+FEEDBACK_HOOK_LATER = (
+    "import base64\nfor _s in _seen:\n    print('LATER:', _s[::-1], base64.b64encode(_s.encode()).decode())\n"
+)
 # feedback-script: script, an event handler and a javascript: link in markdown (its math too) and in outputs
 FEEDBACK_SCRIPT_MARKDOWN = """<script>window.hostile = "md-script"</script>
 
@@ -178,14 +202,17 @@ def feedback_script() -> nbformat.NotebookNode:
     return nb
 
 
-SIGNALS = "import os, signal\nfor pid in (os.getppid(), -1, 1):\n" \
-          "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
+SIGNALS = (
+    "import os, signal\nfor pid in (os.getppid(), -1, 1):\n"
+    "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError as err:\n        print(err)\n"
+)
 
 
 FORGED = "names-newline\n  zz-victim  00-warmup  forged line"  # a line of the summary's, forged
 HANGUL = unicodedata.normalize("NFD", "김민수")  # as macOS writes it; graded as the composed name
-SNOOP_EXTRAS = ("import os\nfor name in ('id_rsa', 'notes.txt'):\n"
-                "    print(open(name).read() if os.path.exists(name) else name)")
+SNOOP_EXTRAS = (
+    "import os\nfor name in ('id_rsa', 'notes.txt'):\n    print(open(name).read() if os.path.exists(name) else name)"
+)
 
 
 def plant_intake_attacks(inbox: Path, course: Path, home: Path) -> dict[str, str]:
@@ -207,14 +234,17 @@ def plant_intake_attacks(inbox: Path, course: Path, home: Path) -> dict[str, str
     os.utime(moodle, (os.stat(moodle).st_mtime + 60,) * 2)  # newer than the lab folder's notebook
     for folder in (inbox / "perms-open", inbox / "perms-open" / LAB):
         folder.chmod(0o777)
-    return {f"links-notebook/{LAB}/{LAB}.ipynb": "a symbolic link, not followed",
-            f"links-hardlink/{LAB}/{LAB}.ipynb": "a hard link",
-            f"links-extra/{LAB}/id_rsa": "a symbolic link, not followed",
-            f"links-extra/{LAB}/notes.txt": "a hard link", f"links-extra/{LAB}/pipe": "a named pipe (FIFO)",
-            f"names-moodle/{LAB}/": f"names-moodle/zz-victim_{LAB}-99.ipynb is graded instead"}
+    return {
+        f"links-notebook/{LAB}/{LAB}.ipynb": "a symbolic link, not followed",
+        f"links-hardlink/{LAB}/{LAB}.ipynb": "a hard link",
+        f"links-extra/{LAB}/id_rsa": "a symbolic link, not followed",
+        f"links-extra/{LAB}/notes.txt": "a hard link",
+        f"links-extra/{LAB}/pipe": "a named pipe (FIFO)",
+        f"names-moodle/{LAB}/": f"names-moodle/zz-victim_{LAB}-99.ipynb is graded instead",
+    }
 
 
-STDERR_FILL = '''
+STDERR_FILL = """
 import os, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 # the kernel's own stdout and stderr, under ipykernel's capture: the descriptors it inherited
@@ -226,7 +256,7 @@ for fd in targets:
             written += os.write(fd, b"E" * 2**20)
     except OSError as err:
         print("stopped after", written, "bytes:", err)
-'''
+"""
 
 ESCAPED = Path("/tmp/autograder-hostile-escaped.txt")
 
@@ -234,10 +264,12 @@ ESCAPED = Path("/tmp/autograder-hostile-escaped.txt")
 def escape_init(course: Path, home: Path) -> str:
     """An ``autograder/__init__.py`` that, imported by any grading process, copies secrets out."""
     secrets = [str(course / "solutions" / LAB / f"{LAB}.ipynb"), str(home / "secret.txt")]
-    return (f"for p in {secrets!r}:\n"
-            f"    try:\n        open({str(ESCAPED)!r}, 'a').write(open(p).read())\n"
-            "    except OSError:\n        pass\n"
-            f"open({str(course / 'escaped.txt')!r}, 'w').write('escaped')\n")
+    return (
+        f"for p in {secrets!r}:\n"
+        f"    try:\n        open({str(ESCAPED)!r}, 'a').write(open(p).read())\n"
+        "    except OSError:\n        pass\n"
+        f"open({str(course / 'escaped.txt')!r}, 'w').write('escaped')\n"
+    )
 
 
 Case = tuple[nbformat.NotebookNode | None, int, str | None]
@@ -276,10 +308,20 @@ def cases(course: Path, home: Path, port: int, package: Path) -> dict[str, Case]
         "stderr-fill": (with_cell(released(), "relu", STDERR_FILL), 0, None),
         "stderr-victim": (answered(), 5, None),  # graded right after stderr-fill
         # PyTorch's op reached below its Python name; the other exercise is honest
-        "dispatch-aten-relu": (with_cell(answered(), "relu", "def relu(x):\n    return torch.ops.aten.relu(x)\n"),
-                               3, None),
-        "dispatch-c-nn-mse-loss": (with_cell(answered(), "mean_squared_error", "def mean_squared_error(p, t):\n"
-                                             "    return torch._C._nn.mse_loss(p, t, 1)\n"), 2, None),
+        "dispatch-aten-relu": (
+            with_cell(answered(), "relu", "def relu(x):\n    return torch.ops.aten.relu(x)\n"),
+            3,
+            None,
+        ),
+        "dispatch-c-nn-mse-loss": (
+            with_cell(
+                answered(),
+                "mean_squared_error",
+                "def mean_squared_error(p, t):\n    return torch._C._nn.mse_loss(p, t, 1)\n",
+            ),
+            2,
+            None,
+        ),
         "feedback-hook": (with_cell(with_cell(answered(), "setup", FEEDBACK_HOOK), None, FEEDBACK_HOOK_LATER), 5, None),
         "feedback-script": (feedback_script(), 5, None),
         "size-line": (with_cell(released(), "relu", SIZE_LINE), 0, None),
@@ -315,29 +357,35 @@ def write_class(inbox: Path, course: Path, home: Path, students: dict[str, Case]
 # with ``enable_gqa``, ``torch.softmax`` over all the keys at once).
 
 LAB10 = "10-modern-block"
-LAB10_POINTS = {"apply_rope": 3, "rms_norm": 2, "swiglu": 2, "attend_with_cache": 4, "tiled_attention": 4,
-                "perplexity": 2}
+LAB10_POINTS = {
+    "apply_rope": 3,
+    "rms_norm": 2,
+    "swiglu": 2,
+    "attend_with_cache": 4,
+    "tiled_attention": 4,
+    "perplexity": 2,
+}
 
 LAB10_REFERENCE = {
     "apply_rope": "from autograder.reference import apply_rope\n",
     "rms_norm": "from autograder.reference import modern as _m\n\n"
-                "def rms_norm(x, weight, eps=1e-6):\n    return _m.rms_norm(x, weight, eps)\n",
+    "def rms_norm(x, weight, eps=1e-6):\n    return _m.rms_norm(x, weight, eps)\n",
     "swiglu": "import autograder.reference.modern\n\n"
-              "def swiglu(x, w_gate, w_up, w_down):\n"
-              "    return autograder.reference.modern.swiglu(x, w_gate, w_up, w_down)\n",
+    "def swiglu(x, w_gate, w_up, w_down):\n"
+    "    return autograder.reference.modern.swiglu(x, w_gate, w_up, w_down)\n",
     "attend_with_cache": "from autograder.reference.modern import attend_with_cache\n",
     "tiled_attention": "from autograder.reference import tiled as _t\n\n"
-                       "def tiled_attention(q, k, v, attn_mask=None, tile=64, _f=_t.tiled_attention):\n"
-                       "    return _f(q, k, v, attn_mask, tile)\n",
+    "def tiled_attention(q, k, v, attn_mask=None, tile=64, _f=_t.tiled_attention):\n"
+    "    return _f(q, k, v, attn_mask, tile)\n",
     "perplexity": "from autograder.reference import families as _f\n\n"
-                  "def perplexity(logits, tokens, pad_id):\n"
-                  "    return _f.next_token_loss(logits, tokens, pad_id).exp()\n",
+    "def perplexity(logits, tokens, pad_id):\n"
+    "    return _f.next_token_loss(logits, tokens, pad_id).exp()\n",
 }
 
 LAB10_TORCH = {
     "rms_norm": "import torch.nn.functional as F\n\n"
-                "def rms_norm(x, weight, eps=1e-6):\n    return F.rms_norm(x, (x.size(-1),), weight, eps)\n",
-    "attend_with_cache": '''
+    "def rms_norm(x, weight, eps=1e-6):\n    return F.rms_norm(x, (x.size(-1),), weight, eps)\n",
+    "attend_with_cache": """
 import torch.nn.functional as F
 
 def attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0):
@@ -348,12 +396,12 @@ def attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0):
     allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
     out = F.scaled_dot_product_attention(apply_rope(q, positions, base), cache_k, cache_v, allowed, enable_gqa=True)
     return out, cache_k, cache_v
-''',
-    "tiled_attention": '''
+""",
+    "tiled_attention": """
 def tiled_attention(q, k, v, attn_mask=None, tile=64):
     s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf"))
     return torch.nan_to_num(torch.softmax(s, dim=-1)) @ v
-''',
+""",
 }

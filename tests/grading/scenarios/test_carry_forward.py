@@ -23,34 +23,44 @@ LABS = ("02-self-attention", "07-transformer-block")
 ATTENTION, BLOCK = LABS
 
 UNNORMALISED = "def softmax(x, dim=-1):\n    return torch.exp(x - x.amax(dim=dim, keepdim=True))\n"
-AXIS_ZERO = ("def softmax(x, dim=-1):\n    e = torch.exp(x - x.amax(dim=0, keepdim=True))\n"
-             "    return e / e.sum(dim=0, keepdim=True)\n")
+AXIS_ZERO = (
+    "def softmax(x, dim=-1):\n    e = torch.exp(x - x.amax(dim=0, keepdim=True))\n"
+    "    return e / e.sum(dim=0, keepdim=True)\n"
+)
 # it looks for the binding through its helper's code object, and is right only while bound
-DETECTOR = ("_mine = softmax.__code__\n\n"
-            "def self_attention(x, W_q, W_k, W_v):\n"
-            "    if softmax.__code__ is _mine:\n"
-            "        return x @ W_v * 0, None\n"
-            "    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)\n")
+DETECTOR = (
+    "_mine = softmax.__code__\n\n"
+    "def self_attention(x, W_q, W_k, W_v):\n"
+    "    if softmax.__code__ is _mine:\n"
+    "        return x @ W_v * 0, None\n"
+    "    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)\n"
+)
 # it keeps what the bound softmax returned in the carried-forward runs, to answer with it later
-GRABBER_SOFTMAX = ("_seen = {}\n\n"
-                   "def softmax(x, dim=-1):\n"
-                   "    key = (tuple(x.shape), round(float(x.nan_to_num().sum()), 4), dim)\n"
-                   "    return _seen[key] if key in _seen else torch.exp(x)\n")
-GRABBER_SDPA = ("def scaled_dot_product_attention(q, k, v, attn_mask=None):\n"
-                "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
-                "    if attn_mask is not None:\n"
-                "        scores = scores.masked_fill(~attn_mask, float('-inf'))\n"
-                "    weights = softmax(scores, dim=-1)\n"
-                "    _seen[(tuple(scores.shape), round(float(scores.nan_to_num().sum()), 4), -1)] = weights\n"
-                "    return weights @ v, weights\n")
-NO_RELU = ("class PositionwiseFeedForward(nn.Module):\n"
-           "    def __init__(self, d_model, d_ff, dropout=0.0):\n"
-           "        super().__init__()\n"
-           "        self.linear1 = nn.Linear(d_model, d_ff)\n"
-           "        self.linear2 = nn.Linear(d_ff, d_model)\n"
-           "        self.dropout = nn.Dropout(dropout)\n\n"
-           "    def forward(self, x):\n"
-           "        return self.linear2(self.dropout(self.linear1(x)))\n")
+GRABBER_SOFTMAX = (
+    "_seen = {}\n\n"
+    "def softmax(x, dim=-1):\n"
+    "    key = (tuple(x.shape), round(float(x.nan_to_num().sum()), 4), dim)\n"
+    "    return _seen[key] if key in _seen else torch.exp(x)\n"
+)
+GRABBER_SDPA = (
+    "def scaled_dot_product_attention(q, k, v, attn_mask=None):\n"
+    "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+    "    if attn_mask is not None:\n"
+    "        scores = scores.masked_fill(~attn_mask, float('-inf'))\n"
+    "    weights = softmax(scores, dim=-1)\n"
+    "    _seen[(tuple(scores.shape), round(float(scores.nan_to_num().sum()), 4), -1)] = weights\n"
+    "    return weights @ v, weights\n"
+)
+NO_RELU = (
+    "class PositionwiseFeedForward(nn.Module):\n"
+    "    def __init__(self, d_model, d_ff, dropout=0.0):\n"
+    "        super().__init__()\n"
+    "        self.linear1 = nn.Linear(d_model, d_ff)\n"
+    "        self.linear2 = nn.Linear(d_ff, d_model)\n"
+    "        self.dropout = nn.Dropout(dropout)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.linear2(self.dropout(self.linear1(x)))\n"
+)
 
 
 def _no_scale() -> str:
@@ -79,8 +89,12 @@ CLASS = {
     "axis-zero": (ATTENTION, lambda: _lab(ATTENTION, softmax=AXIS_ZERO), 8, 2),
     "no-scale": (ATTENTION, lambda: _lab(ATTENTION, scaled_dot_product_attention=_no_scale()), 6, 4),
     "detector": (ATTENTION, lambda: _lab(ATTENTION, softmax=UNNORMALISED, self_attention=DETECTOR), 0, 0),
-    "grabber": (ATTENTION, lambda: _lab(ATTENTION, softmax=GRABBER_SOFTMAX, scaled_dot_product_attention=GRABBER_SDPA),
-                8, 0),
+    "grabber": (
+        ATTENTION,
+        lambda: _lab(ATTENTION, softmax=GRABBER_SOFTMAX, scaled_dot_product_attention=GRABBER_SDPA),
+        8,
+        0,
+    ),
     "full-07": (BLOCK, lambda: _lab(BLOCK), 10, 10),
     "no-relu": (BLOCK, lambda: _lab(BLOCK, positionwise_feed_forward=NO_RELU), 8, 2),
 }
@@ -91,7 +105,8 @@ def _course(folder: Path, carry_forward: bool) -> Path:
     config = (REPO / "nbgrader_config.py").read_text()
     assert "c.Grading.carry_forward = True" in config
     (folder / "nbgrader_config.py").write_text(
-        config.replace("c.Grading.carry_forward = True", f"c.Grading.carry_forward = {carry_forward}"))
+        config.replace("c.Grading.carry_forward = True", f"c.Grading.carry_forward = {carry_forward}")
+    )
     for lab in LABS:
         shutil.copytree(REPO / "solutions" / lab, folder / "solutions" / lab)
         shutil.copytree(REPO / "notebooks" / lab, folder / "notebooks" / lab)
@@ -130,5 +145,7 @@ def test_one_mistake_costs_once(tmp_path: Path) -> None:
     assert all(carried_points[s][e] >= written_points[s][e] for s in CLASS for e in carried_points[s])
     feedback = (tmp_path / "carried" / "feedback" / "no-scale" / ATTENTION / f"{ATTENTION}.html").read_text()
     assert "Error carried forward" in feedback and "scaled_dot_product_attention" in feedback
-    assert "Error carried forward" not in (tmp_path / "written" / "feedback" / "no-scale" / ATTENTION /
-                                           f"{ATTENTION}.html").read_text()
+    assert (
+        "Error carried forward"
+        not in (tmp_path / "written" / "feedback" / "no-scale" / ATTENTION / f"{ATTENTION}.html").read_text()
+    )

@@ -41,8 +41,7 @@ def course(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("feedback-browser")
     root = make_course(tmp / "course")
     submit(tmp / "inbox", STUDENT, feedback_script())
-    (outcome,) = pipeline.grade(root, tmp / "inbox", pipeline.Options(progress=False,
-                                                                      sandbox=sandbox.probe() is None))
+    (outcome,) = pipeline.grade(root, tmp / "inbox", pipeline.Options(progress=False, sandbox=sandbox.probe() is None))
     assert (outcome.score, outcome.max_score) == (5, 5), outcome
     return root
 
@@ -51,8 +50,14 @@ def course(tmp_path_factory) -> Path:
 def server(course: Path, tmp_path_factory) -> Iterator[Server]:
     """An instructor's `jupyter lab` at the course root (Formgrader included)."""
     port = _free_port()
-    args = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", f"--port={port}",
-            f"--IdentityProvider.token={TOKEN}", *(["--allow-root"] if os.geteuid() == 0 else [])]
+    args = [
+        str(Path(sys.executable).parent / "jupyter"),
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        *(["--allow-root"] if os.geteuid() == 0 else []),
+    ]
     started = _start(args, course, port, tmp_path_factory.mktemp("feedback-server"))
     yield started
     _stop(started)
@@ -81,8 +86,11 @@ def _nothing_ran(browser) -> None:
     from selenium.webdriver.common.by import By
 
     _wait(browser, lambda b: b.execute_script("return document.readyState") == "complete", "the page did not load")
-    _wait(browser, lambda b: b.execute_script("return [...document.images].every(i => i.complete)"),
-          "the page's images did not settle")
+    _wait(
+        browser,
+        lambda b: b.execute_script("return [...document.images].every(i => i.complete)"),
+        "the page's images did not settle",
+    )
     assert browser.execute_script("return window.hostile") is None
     for text in ("click me", "link"):
         for link in browser.find_elements(By.LINK_TEXT, text):
@@ -113,14 +121,18 @@ def test_the_feedback_page_typesets_its_math_offline(browser, course: Path) -> N
         maths = browser.execute_script(
             "return [...document.querySelectorAll('.text_cell_render math')].map(m => {"
             "  const r = m.getBoundingClientRect();"
-            "  return [r.width, r.height, m.namespaceURI, getComputedStyle(m).display]; })")
-        text = browser.execute_script("return [...document.querySelectorAll('.text_cell_render')]"
-                                      ".map(e => e.innerText).join('\\n')")
+            "  return [r.width, r.height, m.namespaceURI, getComputedStyle(m).display]; })"
+        )
+        text = browser.execute_script(
+            "return [...document.querySelectorAll('.text_cell_render')].map(e => e.innerText).join('\\n')"
+        )
     finally:
         browser.execute_cdp_cmd("Network.emulateNetworkConditions", {**offline, "offline": False})
     assert len(maths) >= 5, maths  # the lab's two formulas and the submission's three
-    assert all(w > 0 and h > 0 and ns == "http://www.w3.org/1998/Math/MathML" and "math" in display
-               for w, h, ns, display in maths), maths
+    assert all(
+        w > 0 and h > 0 and ns == "http://www.w3.org/1998/Math/MathML" and "math" in display
+        for w, h, ns, display in maths
+    ), maths
     assert "mean_squared_error" in text and "$" not in text, text
     assert browser.execute_script("return window.hostile") is None
 
@@ -132,8 +144,11 @@ def test_formgraders_view_runs_nothing_of_the_submission(browser, server: Server
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "transformer-course") as gb:
         submission = gb.find_submission_notebook(LAB, LAB, STUDENT).id
     browser.get(f"{server.url}/formgrader/submissions/{submission}/?token={TOKEN}")
-    _wait(browser, lambda b: "Submission 1 / 1" in b.find_element("tag name", "body").text,
-          "Formgrader did not show the submission")
+    _wait(
+        browser,
+        lambda b: "Submission 1 / 1" in b.find_element("tag name", "body").text,
+        "Formgrader did not show the submission",
+    )
     _nothing_ran(browser)
 
 
@@ -144,10 +159,14 @@ def test_formgraders_autograde_button_points_to_make_grade(browser, server: Serv
     autograded = course / "autograded" / STUDENT / LAB / f"{LAB}.ipynb"
     before = autograded.stat().st_mtime_ns
     browser.get(f"{server.url}/formgrader/manage_submissions/{LAB}?token={TOKEN}")
-    button = _wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "td.autograde a"),
-                   "Manage Submissions listed no submission")[0]
+    button = _wait(
+        browser, lambda b: b.find_elements(By.CSS_SELECTOR, "td.autograde a"), "Manage Submissions listed no submission"
+    )[0]
     button.click()
-    dialog = _wait(browser, lambda b: [d for d in b.find_elements(By.CSS_SELECTOR, "#error-modal") if d.text],
-                   "the Autograde button showed no dialog")[0]
+    dialog = _wait(
+        browser,
+        lambda b: [d for d in b.find_elements(By.CSS_SELECTOR, "#error-modal") if d.text],
+        "the Autograde button showed no dialog",
+    )[0]
     assert MESSAGE in dialog.text, dialog.text
     assert autograded.stat().st_mtime_ns == before  # nothing was graded again

@@ -31,9 +31,10 @@ from tests.grading.scenarios.hostile_class import ESCAPED, PLANTED
 def runnable(page: str) -> list[str]:
     """What in a page of feedback a browser would run: script elements and event-handler or
     javascript: attributes in a tag (the page's own head, MathJax and styles, excepted)."""
-    body = page[page.index("<body"):]
-    return (re.findall(r"<script\b[^>]*>(?:(?!</script>).)*hostile", body, re.S)
-            + re.findall(r"<[a-z][^<>]*\s(?:on[a-z]+\s*=|(?:href|src)\s*=\s*[\"\']?\s*javascript:)[^<>]*>", body, re.I))
+    body = page[page.index("<body") :]
+    return re.findall(r"<script\b[^>]*>(?:(?!</script>).)*hostile", body, re.S) + re.findall(
+        r"<[a-z][^<>]*\s(?:on[a-z]+\s*=|(?:href|src)\s*=\s*[\"\']?\s*javascript:)[^<>]*>", body, re.I
+    )
 
 
 def _files(folder: Path) -> set[str]:
@@ -84,8 +85,9 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
         graded = by_student[safe_id(student)]
         assert (graded.score, graded.max_score) == (score, 5), f"{student!r}: {text}"
         if phrase:
-            assert any(line.startswith(f"  {safe_id(student)} / {LAB}:") and phrase in line
-                       for line in text.splitlines()), f"{student}: no line saying {phrase!r} in\n{text}"
+            assert any(
+                line.startswith(f"  {safe_id(student)} / {LAB}:") and phrase in line for line in text.splitlines()
+            ), f"{student}: no line saying {phrase!r} in\n{text}"
     table = list(csv.reader((course / "grades.csv").open()))
     assert table[0] == ["student_id", "lab", "score", "max_score", "late", "original_id"]
     rows = {r["student_id"]: float(r["score"]) for r in csv.DictReader((course / "grades.csv").open())}
@@ -98,8 +100,9 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
     assert all(len(row) == 6 for row in table) and len(table) == len(cases) + 1
     # links, hard links and pipes are listed by name, and nothing they lead to was read
     for name, phrase in listed.items():
-        assert any(line.startswith(f"  not graded: {name}: ") and phrase in line for line in text.splitlines()), \
+        assert any(line.startswith(f"  not graded: {name}: ") and phrase in line for line in text.splitlines()), (
             f"{name}: no line saying {phrase!r} in\n{text}"
+        )
     assert "  perms-open/: was writable by others (mode 777)" in text
     for folder, expected in (("autograded", [f"{LAB}.ipynb", "verdicts.json"]), ("feedback", [f"{LAB}.html"])):
         assert sorted(p.name for p in (course / folder / "links-extra" / LAB).iterdir()) == expected, folder
@@ -131,14 +134,19 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
 
 def _feedback_holds(course: Path) -> None:
     """The feedback attackers: no hidden test in any form, nothing a browser runs, no 50 MB."""
+
     def page(student: str) -> str:
         return (course / "feedback" / student / LAB / f"{LAB}.html").read_text()
 
     source = nbformat.read(str(course / "solutions" / LAB / f"{LAB}.ipynb"), as_version=4)
     tests = [c.source for c in source.cells if "BEGIN HIDDEN TESTS" in c.source]
     visible = {line for t in tests for line in clear_hidden(t, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS").split("\n")}
-    hidden = [line for t in tests for line in t.split("BEGIN HIDDEN TESTS")[1].splitlines()[1:-1]
-              if len(line) > 12 and line not in visible]  # a re-import the visible part also has is no secret
+    hidden = [
+        line
+        for t in tests
+        for line in t.split("BEGIN HIDDEN TESTS")[1].splitlines()[1:-1]
+        if len(line) > 12 and line not in visible
+    ]  # a re-import the visible part also has is no secret
     assert hidden
     hook = page("feedback-hook")
     autograded = nbformat.read(str(course / "autograded" / "feedback-hook" / LAB / f"{LAB}.ipynb"), as_version=4)
@@ -146,8 +154,11 @@ def _feedback_holds(course: Path) -> None:
     assert "LATER:" in hook and "Passed: the grader ran this test again" in hook  # the hook ran; verdicts shown
     assert "HOOK SAW: from autograder.checks" not in hook  # nothing the kernel printed in a test cell
     for text in (hook, printed):
-        decoded = [base64.b64decode(token).decode(errors="replace")  # what the hook printed in base64
-                   for token in re.findall(r"[A-Za-z0-9+/]{40,}={0,2}", text) if len(token) % 4 == 0]
+        decoded = [
+            base64.b64decode(token).decode(errors="replace")  # what the hook printed in base64
+            for token in re.findall(r"[A-Za-z0-9+/]{40,}={0,2}", text)
+            if len(token) % 4 == 0
+        ]
         assert decoded, "the hook printed nothing in base64"
         for secret in ["BEGIN HIDDEN TESTS", *hidden, *(line[::-1] for line in hidden)]:
             assert html.escape(secret, quote=False) not in text and secret not in text, secret

@@ -22,17 +22,24 @@ from tests.grading.scenarios.hostile_class import INPUT_TRANSFORMER, LAB10, LAB1
 TOTAL = sum(LAB10_POINTS.values())
 
 
-
-
 CASES = {  # student: (notebook maker, expected score, a phrase its summary line must hold or None)
     "reference": (lambda: with_answers(LAB10, LAB10_REFERENCE), 0, None),
     # apply_rope is honest, so the SDPA answer (which uses it) fails only for the op it calls
-    "pytorch-ops": (lambda: with_answers(LAB10, LAB10_TORCH, answers.answered(REPO, LAB10, ["apply_rope"])),
-                    LAB10_POINTS["apply_rope"], None),
-    "kernel-forge": (lambda: with_cell(released(LAB10), "imports", INPUT_TRANSFORMER), 0,
-                     "failed the independent check"),
-    "honest-part": (lambda: answers.answered(REPO, LAB10, ["apply_rope", "rms_norm"]),
-                    LAB10_POINTS["apply_rope"] + LAB10_POINTS["rms_norm"], None),
+    "pytorch-ops": (
+        lambda: with_answers(LAB10, LAB10_TORCH, answers.answered(REPO, LAB10, ["apply_rope"])),
+        LAB10_POINTS["apply_rope"],
+        None,
+    ),
+    "kernel-forge": (
+        lambda: with_cell(released(LAB10), "imports", INPUT_TRANSFORMER),
+        0,
+        "failed the independent check",
+    ),
+    "honest-part": (
+        lambda: answers.answered(REPO, LAB10, ["apply_rope", "rms_norm"]),
+        LAB10_POINTS["apply_rope"] + LAB10_POINTS["rms_norm"],
+        None,
+    ),
     "honest-all": (lambda: answers.answered(REPO, LAB10), TOTAL, None),
 }
 
@@ -52,8 +59,9 @@ def graded(tmp_path_factory) -> tuple[dict, str]:
     for student, (make, _, _) in CASES.items():
         (inbox / student / LAB10).mkdir(parents=True)
         nbformat.write(make(), str(inbox / student / LAB10 / f"{LAB10}.ipynb"))
-    outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600,
-                                                              progress=False))
+    outcomes = pipeline.grade(
+        course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600, progress=False)
+    )
     return {o.student: o for o in outcomes}, pipeline.summary(outcomes)
 
 
@@ -67,5 +75,6 @@ def test_lab10_attack_scores_only_its_honest_part(graded, student: str) -> None:
     outcome = by_student[student]
     assert (outcome.score, outcome.max_score) == (score, TOTAL), f"{student}: {text}"
     if phrase:
-        assert any(line.startswith(f"  {student} / {LAB10}:") and phrase in line for line in text.splitlines()), \
+        assert any(line.startswith(f"  {student} / {LAB10}:") and phrase in line for line in text.splitlines()), (
             f"{student}: no line saying {phrase!r} in\n{text}"
+        )

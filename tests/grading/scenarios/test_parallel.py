@@ -26,8 +26,10 @@ def test_jobs_2_gives_the_same_grades_as_jobs_1_and_regrading_changes_nothing(tm
     serial, parallel = make_course(tmp_path / "serial"), make_course(tmp_path / "parallel")
     pipeline.grade(serial, inbox, pipeline.Options(jobs=1, progress=False))
     outcomes = pipeline.grade(parallel, inbox, pipeline.Options(jobs=2, progress=False))
-    expected = ("student_id,lab,score,max_score,late,original_id\n"
-                "ada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\ncy,00-warmup,2,5,,cy\n")
+    expected = (
+        "student_id,lab,score,max_score,late,original_id\n"
+        "ada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\ncy,00-warmup,2,5,,cy\n"
+    )
     assert (serial / "grades.csv").read_text() == expected
     assert (parallel / "grades.csv").read_bytes() == (serial / "grades.csv").read_bytes()
     assert [o.status for o in outcomes] == ["ok"] * 3

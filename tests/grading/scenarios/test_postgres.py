@@ -49,8 +49,17 @@ def postgres_url():
         assert proc.returncode == 0, f"{args[0]} failed: {proc.stderr}"
 
     run(str(bin_dir / "initdb"), "-D", str(data / "db"), "-A", "trust", "-U", "postgres")
-    run(str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-w", "-l", str(data / "log"),
-        "-o", f"-p {port} -k {data} -h 127.0.0.1", "start")
+    run(
+        str(bin_dir / "pg_ctl"),
+        "-D",
+        str(data / "db"),
+        "-w",
+        "-l",
+        str(data / "log"),
+        "-o",
+        f"-p {port} -k {data} -h 127.0.0.1",
+        "start",
+    )
     try:
         run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "gradebook")
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
@@ -69,6 +78,7 @@ def test_grades_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
     submit(inbox, "ada", answered())
     submit(inbox, "ben", released())
     pipeline.grade(root, inbox, pipeline.Options(jobs=2, db_url=postgres_url, progress=False))
-    assert (root / "grades.csv").read_text() == \
-        "student_id,lab,score,max_score,late,original_id\nada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\n"
+    assert (
+        root / "grades.csv"
+    ).read_text() == "student_id,lab,score,max_score,late,original_id\nada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\n"
     assert not (root / "gradebook.db").exists()

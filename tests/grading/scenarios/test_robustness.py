@@ -14,7 +14,7 @@ from autograder.grading.grader import pipeline
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import LAB, answered, index_of, released, submit, with_cell
 
-HARD_CODED_RELU = '''
+HARD_CODED_RELU = """
 import torch
 from autograder.checks.core import random_tensor
 
@@ -28,15 +28,15 @@ for _i, (_shape, _dtype) in enumerate([((4,), torch.float32), ((2, 3, 5), torch.
 
 def relu(x):
     return _recorded.get((tuple(x.shape), float(x.sum())), x.clone())
-'''
+"""
 
-PATCH_CHECKS = '''
+PATCH_CHECKS = """
 import autograder.checks
 import autograder.checks.ch00_warmup
 autograder.checks.check_relu = lambda *args, **kwargs: None
 autograder.checks.ch00_warmup.check_relu = lambda *args, **kwargs: None
 check_relu = lambda *args, **kwargs: None
-'''
+"""
 
 
 def _cases() -> dict[str, tuple[object, float, str | None]]:
@@ -59,8 +59,11 @@ def _cases() -> dict[str, tuple[object, float, str | None]]:
         "infinite_loop": (with_cell(answered(), "relu", "while True:\n    pass"), 5, "ran past the time limit"),
         "os_exit": (with_cell(answered(), "relu", "import os\nos._exit(3)"), 0, "the kernel died"),
         "segfault": (with_cell(answered(), "relu", "import ctypes\nctypes.string_at(0)"), 0, "the kernel died"),
-        "memory_hog": (with_cell(answered(), None, "blocks = []\nwhile True:\n    blocks.append(bytearray(2**27))"),
-                       5, "ran out of memory"),
+        "memory_hog": (
+            with_cell(answered(), None, "blocks = []\nwhile True:\n    blocks.append(bytearray(2**27))"),
+            5,
+            "ran out of memory",
+        ),
         "big_output": (with_cell(answered(), "relu", "for i in range(100_000):\n    print('spam ' * 20)"), 5, None),
         "not_json": (b'{"cells": [ this is not json', 0, "not a valid notebook"),
         "renamed": (answered(), 5, "notebook renamed"),
@@ -77,8 +80,9 @@ def test_every_kind_of_submission_gets_its_score(course: Path, tmp_path: Path, c
     inbox = tmp_path / "inbox"
     for student, (nb, _, _) in cases.items():
         submit(inbox, student, nb, name="my lab (final).ipynb" if student == "renamed" else f"{LAB}.ipynb")
-    outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=240,
-                                                              progress=False))
+    outcomes = pipeline.grade(
+        course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=240, progress=False)
+    )
     by_student = {o.student: o for o in outcomes}
     text = pipeline.summary(outcomes)
     print(text)
@@ -87,8 +91,9 @@ def test_every_kind_of_submission_gets_its_score(course: Path, tmp_path: Path, c
         outcome = by_student[student]
         assert (outcome.score, outcome.max_score) == (score, 5), f"{student}: {outcome}"
         if phrase:
-            assert any(line.startswith(f"  {student} / {LAB}:") and phrase in line for line in text.splitlines()), \
+            assert any(line.startswith(f"  {student} / {LAB}:") and phrase in line for line in text.splitlines()), (
                 f"{student}: no line saying {phrase!r} in\n{text}"
+            )
     rows = list(csv.DictReader((course / "grades.csv").open()))
     assert {r["student_id"]: float(r["score"]) for r in rows} == {s: float(c[1]) for s, c in cases.items()}
     # feedback for every student whose notebook ran; the printed spam was cut down

@@ -90,8 +90,9 @@ def _from_zip(root: Path, archive: Path, labs: list[str], out: Collected, marks:
                 except Collision as err:
                     out.not_graded.append((name, str(err)))
                     continue
-                groups.setdefault((student, info.lab), []).append(Candidate(
-                    name, info, (info.version, member.date_time, name), Path(scratch) / str(number)))
+                groups.setdefault((student, info.lab), []).append(
+                    Candidate(name, info, (info.version, member.date_time, name), Path(scratch) / str(number))
+                )
         settle(root, groups, out, marks)
 
 

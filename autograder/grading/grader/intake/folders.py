@@ -26,11 +26,15 @@ from autograder.grading.grader.intake.submitted import (
 from autograder.grading.grader.intake.untrusted import Refused, close_to_others, read_plain, why_not_plain
 from autograder.grading.layout import CourseLayout
 
-CLAIMED = ("timestamp.txt: the time the student's own nbgrader submit wrote (a claim: lateness is "
-           "never taken from it), claims ")
-EXCHANGE_LATE = ("the late column is empty for submissions collected by nbgrader's exchange: their "
-                 "timestamp.txt is written by the student's own submit, so it is listed as a claim and "
-                 "not used; the time that counts is when you collected (collect at the deadline)")
+CLAIMED = (
+    "timestamp.txt: the time the student's own nbgrader submit wrote (a claim: lateness is "
+    "never taken from it), claims "
+)
+EXCHANGE_LATE = (
+    "the late column is empty for submissions collected by nbgrader's exchange: their "
+    "timestamp.txt is written by the student's own submit, so it is listed as a claim and "
+    "not used; the time that counts is when you collected (collect at the deadline)"
+)
 _ROOT_FILES = (class_marks.NAME,)  # ours, at the top of ROOT/submitted
 
 
@@ -95,12 +99,12 @@ def _lab_folder(source: Path, folder: Path, student: str, lab: str, out: Collect
     _list_other_notebooks(folder, shown, lab, pick, [path for path, _ in others], out)
     if pick is None:
         return True
-    return Candidate(f"{shown}/", Name(lab, 0, student), (), pick,
-                      graded_name="" if pick == main else pick.name)
+    return Candidate(f"{shown}/", Name(lab, 0, student), (), pick, graded_name="" if pick == main else pick.name)
 
 
-def _list_other_notebooks(folder: Path, shown: str, lab: str, pick: Path | None, others: list[Path],
-                          out: Collected) -> None:
+def _list_other_notebooks(
+    folder: Path, shown: str, lab: str, pick: Path | None, others: list[Path], out: Collected
+) -> None:
     """List as not graded every notebook of a lab folder but ``pick`` (the graded one, if any),
     except a copy of it (ours, from an earlier rename, is not news)."""
     try:
@@ -115,13 +119,26 @@ def _list_other_notebooks(folder: Path, shown: str, lab: str, pick: Path | None,
         except (OSError, Refused):
             same = False
         if not same:
-            why = f"another notebook beside {lab}.ipynb, which is graded" if pick else \
-                f"one of several notebooks, none named {lab}.ipynb: not graded"
+            why = (
+                f"another notebook beside {lab}.ipynb, which is graded"
+                if pick
+                else f"one of several notebooks, none named {lab}.ipynb: not graded"
+            )
             out.not_graded.append((f"{shown}/{path.relative_to(folder).as_posix()}", why))
 
 
-def _settle_folder(root: Path, source: Path, raw: str, student: str, lab: str, lab_folder: Path | None,
-                   files: list[Candidate], in_place: bool, out: Collected, marks: class_marks.Marks) -> None:
+def _settle_folder(
+    root: Path,
+    source: Path,
+    raw: str,
+    student: str,
+    lab: str,
+    lab_folder: Path | None,
+    files: list[Candidate],
+    in_place: bool,
+    out: Collected,
+    marks: class_marks.Marks,
+) -> None:
     """Of a student's lab folder and their loose files for that lab, copy the newest notebook
     into submitted/ (in place: leave it there) and list the others."""
     ordered = sorted(files, key=lambda c: c.order, reverse=True)
@@ -131,8 +148,14 @@ def _settle_folder(root: Path, source: Path, raw: str, student: str, lab: str, l
         newest_first = not ordered or os.lstat(folder.path).st_mtime >= os.lstat(ordered[0].path).st_mtime
         ordered.insert(0 if newest_first else 1, folder)
     if (student, lab) in out.pairs:  # the same name twice, in two Unicode forms
-        out.not_graded += [(c.name, f"a second folder for the student {student} (the same name written "
-                                    f"another way): the first one is graded") for c in ordered]
+        out.not_graded += [
+            (
+                c.name,
+                f"a second folder for the student {student} (the same name written "
+                f"another way): the first one is graded",
+            )
+            for c in ordered
+        ]
         return
     if not ordered:
         if found is True:  # a lab folder with nothing to grade in it: the student scores 0, with the reason
@@ -149,7 +172,7 @@ def _settle_folder(root: Path, source: Path, raw: str, student: str, lab: str, l
     if (picked := read_first(ordered, out)) is None:
         return
     winner, data = picked
-    for loser in ordered[ordered.index(winner) + 1:]:  # read before the winner may be written over one
+    for loser in ordered[ordered.index(winner) + 1 :]:  # read before the winner may be written over one
         try:
             same = read_plain(loser.path) == data
         except (OSError, Refused):
@@ -174,13 +197,23 @@ def _folder_student(folder: Path, in_place: bool, present: set[str], out: Collec
     student = student_id(folder.name, out)
     if in_place and student != raw and student in present:
         out.forget(student)
-        raise Collision(f"not graded: {raw!r} would be graded as {student!r}, the folder of another "
-                        f"submission in submitted/ (grading never writes into it: rename one of them)")
+        raise Collision(
+            f"not graded: {raw!r} would be graded as {student!r}, the folder of another "
+            f"submission in submitted/ (grading never writes into it: rename one of them)"
+        )
     return student
 
 
-def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str], in_place: bool,
-                         out: Collected, marks: class_marks.Marks, present: set[str]) -> None:
+def _from_student_folder(
+    root: Path,
+    source: Path,
+    folder: Path,
+    labs: list[str],
+    in_place: bool,
+    out: Collected,
+    marks: class_marks.Marks,
+    present: set[str],
+) -> None:
     """STUDENT/LAB/ and STUDENT/LAB.ipynb (or a name like it): the newer of the two is graded.
     Every file here counts for STUDENT, whatever its name says."""
     raw = nfc(folder.name)
@@ -201,8 +234,9 @@ def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str]
         if stat.S_ISDIR(st.st_mode) and nfc(entry.name) in labs:
             lab_folders[nfc(entry.name)] = path
         elif stat.S_ISDIR(st.st_mode):
-            out.not_graded += [(p.relative_to(source).as_posix(), why_not_plain(s) or "not in a lab's folder")
-                               for p, s in _walk(path)]
+            out.not_graded += [
+                (p.relative_to(source).as_posix(), why_not_plain(s) or "not in a lab's folder") for p, s in _walk(path)
+            ]
         elif reason := why_not_plain(st):
             out.not_graded.append((path.relative_to(source).as_posix(), reason))
         else:
@@ -211,12 +245,14 @@ def _from_student_folder(root: Path, source: Path, folder: Path, labs: list[str]
                 out.not_graded.append((path.relative_to(source).as_posix(), reason or "not a submission"))
             else:
                 info.student = student  # the folder's student, whatever the name's prefix says
-                groups.setdefault(info.lab, []).append(Candidate(
-                    path.relative_to(source).as_posix(), info, (info.version, st.st_mtime, entry.name), path))
+                groups.setdefault(info.lab, []).append(
+                    Candidate(path.relative_to(source).as_posix(), info, (info.version, st.st_mtime, entry.name), path)
+                )
     for lab in labs:
         if lab in groups or lab in lab_folders:
-            _settle_folder(root, source, raw, student, lab, lab_folders.get(lab), groups.get(lab, []),
-                           in_place, out, marks)
+            _settle_folder(
+                root, source, raw, student, lab, lab_folders.get(lab), groups.get(lab, []), in_place, out, marks
+            )
 
 
 def from_folder(root: Path, source: Path, labs: list[str], out: Collected, marks: class_marks.Marks) -> None:
@@ -249,8 +285,9 @@ def from_folder(root: Path, source: Path, labs: list[str], out: Collected, marks
     settle(root, loose, out, marks)
 
 
-def _loose(path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, str], list[Candidate]],
-           out: Collected) -> None:
+def _loose(
+    path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, str], list[Candidate]], out: Collected
+) -> None:
     """A file at the top of a folder: an unzipped LMS download, named STUDENT_..._LAB.ipynb."""
     info = parse_name(path.name, labs)
     if (reason := "not in a student's folder" if in_place else why_not(path.name, info, labs)) or info is None:
@@ -262,4 +299,5 @@ def _loose(path: Path, labs: list[str], in_place: bool, loose: dict[tuple[str, s
         out.not_graded.append((path.name, str(err)))
     else:
         loose.setdefault((info.student, info.lab), []).append(
-            Candidate(path.name, info, (info.version, os.lstat(path).st_mtime, path.name), path))
+            Candidate(path.name, info, (info.version, os.lstat(path).st_mtime, path.name), path)
+        )

@@ -36,8 +36,13 @@ def _kept(char: str) -> bool:
 
 def is_safe(student: str) -> bool:
     """May this (NFC) id be used as it is, as a folder name and by nbgrader?"""
-    return (bool(student) and all(_kept(c) for c in student) and student[0] not in ".-"
-            and student == student.strip() and len(student.encode()) <= MAX_BYTES)
+    return (
+        bool(student)
+        and all(_kept(c) for c in student)
+        and student[0] not in ".-"
+        and student == student.strip()
+        and len(student.encode()) <= MAX_BYTES
+    )
 
 
 def safe_id(original: str) -> str:
@@ -55,5 +60,3 @@ def mapped_id(original: str) -> str:
     slug = "".join(c if _kept(c) and c != " " else "_" for c in student)
     slug = "_".join(part for part in slug.split("_") if part).lstrip(".-")[:40].rstrip(".-_ ")
     return f"{slug or 'student'}-{digest}"
-
-

@@ -30,8 +30,16 @@ def _lab_patterns(labs: list[str]) -> list[tuple[str, re.Pattern[str]]]:
     out = []
     for lab in sorted(labs, key=len, reverse=True):  # "03-x-2" before "03-x" with version 2
         body = "[-_ ]".join(re.escape(part) for part in lab.split("-"))
-        out.append((lab, re.compile(rf"^(?:(?P<prefix>.*?)_)?(?:copy[ _+-]of[ _+-])*{body}"
-                                    rf"(?:[-_ ](?P<version>\d+)| ?\((?P<copy>\d+)\))?$", re.IGNORECASE)))
+        out.append(
+            (
+                lab,
+                re.compile(
+                    rf"^(?:(?P<prefix>.*?)_)?(?:copy[ _+-]of[ _+-])*{body}"
+                    rf"(?:[-_ ](?P<version>\d+)| ?\((?P<copy>\d+)\))?$",
+                    re.IGNORECASE,
+                ),
+            )
+        )
     return out
 
 

@@ -57,6 +57,8 @@ def save(root: Path, marks: Marks) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(NAME + ".new")
     temporary.unlink(missing_ok=True)
-    temporary.write_text(json.dumps({"late": late, "identities": dict(sorted(marks.identities.items()))},
-                                    ensure_ascii=False, indent=1) + "\n")
+    temporary.write_text(
+        json.dumps({"late": late, "identities": dict(sorted(marks.identities.items()))}, ensure_ascii=False, indent=1)
+        + "\n"
+    )
     os.replace(temporary, target)

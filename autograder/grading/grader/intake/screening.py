@@ -32,8 +32,7 @@ def _oversized(nb, release_ids: set[str] | None) -> str | None:
     if release_ids is not None:
         unknown = sum(1 for c in nb.cells if (g := nbcells.grade_id(c)) and g not in release_ids)
         if unknown > MAX_UNKNOWN_IDS:
-            return (f"{unknown} cells carry grade ids the lab does not have (at most {MAX_UNKNOWN_IDS}); "
-                    "scored 0")
+            return f"{unknown} cells carry grade ids the lab does not have (at most {MAX_UNKNOWN_IDS}); scored 0"
     return None
 
 
@@ -46,8 +45,7 @@ def _check_names() -> frozenset[str]:
 def patches_checks(source: str) -> bool:
     """Does this cell's code replace or patch one of the course's check functions?"""
     names = _check_names()
-    return bool(_PATCHES_CHECKS.search(source)
-                or any(m["name"] in names for m in _ASSIGNS_CHECK.finditer(source)))
+    return bool(_PATCHES_CHECKS.search(source) or any(m["name"] in names for m in _ASSIGNS_CHECK.finditer(source)))
 
 
 @dataclass
@@ -111,12 +109,18 @@ def _test_cell_notes(wanted: dict[str, str], present: dict[str, str], lab: str, 
     if edited and source is not None and source.is_file():
         own = _graded_cells(nbformat.read(str(source), as_version=4))
         if all(present[g].strip() == own.get(g, "").strip() for g in edited):
-            return [f"this is the instructor's notebook of {lab} (solutions/), hidden tests included, not a "
-                    "student's: graded with the released tests (to try grading, `make demo` builds a class; "
-                    "from a student, the solutions have leaked)"]
-    return [f"test cell {g} was deleted: added back and scored" if g not in present else
-            f"test cell {g} was edited: restored from the source and scored" for g in wanted if g not in present
-            or g in edited]
+            return [
+                f"this is the instructor's notebook of {lab} (solutions/), hidden tests included, not a "
+                "student's: graded with the released tests (to try grading, `make demo` builds a class; "
+                "from a student, the solutions have leaked)"
+            ]
+    return [
+        f"test cell {g} was deleted: added back and scored"
+        if g not in present
+        else f"test cell {g} was edited: restored from the source and scored"
+        for g in wanted
+        if g not in present or g in edited
+    ]
 
 
 def after_grading(autograded: Path) -> list[str]:
@@ -131,10 +135,15 @@ def after_grading(autograded: Path) -> list[str]:
         outputs = cell.get("outputs", [])
         printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
         errors = [o for o in outputs if o.get("output_type") == "error"]
-        if nbcells.is_graded(cell) and " passed." in printed and errors \
-                and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall"):
-            notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
-                         "(hard-coded outputs?)")
+        if (
+            nbcells.is_graded(cell)
+            and " passed." in printed
+            and errors
+            and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall")
+        ):
+            notes.append(
+                f"test cell {grade_id}: the visible check passed but the hidden tests failed (hard-coded outputs?)"
+            )
         for out in outputs:
             if out.get("output_type") != "error":
                 continue

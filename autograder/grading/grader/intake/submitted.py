@@ -68,13 +68,15 @@ def student_id(raw: str, out: Collected, account: str = "") -> str:
     one), then an id made from the name and the account. Raises ``Collision`` when both are another's."""
     who = f"{nfc(raw)} ({account})" if account else nfc(raw)
     chosen = out.ids.get(who)
-    for student in ([chosen] if chosen else [safe_id(raw), mapped_id(who)]):
+    for student in [chosen] if chosen else [safe_id(raw), mapped_id(who)]:
         if out.owners.get(student, who) == who:
             out.originals[student] = out.owners[student] = who
             out.ids[who] = student
             return student
-    raise Collision(f"not graded: {who!r} would get the id {student!r}, which is {out.owners[student]!r}'s "
-                    f"(two names that grading cannot tell apart: rename one of them)")
+    raise Collision(
+        f"not graded: {who!r} would get the id {student!r}, which is {out.owners[student]!r}'s "
+        f"(two names that grading cannot tell apart: rename one of them)"
+    )
 
 
 def place(root: Path, student: str, lab: str, data: bytes, name: str, keep: bool) -> None:
@@ -120,23 +122,28 @@ def read_first(candidates: list[Candidate], out: Collected) -> tuple[Candidate, 
 
 
 def superseded(loser: Candidate, winner: Candidate) -> tuple[str, str]:
-    return loser.name, (f"an older or duplicate submission of {winner.info.student}'s {winner.info.lab}: "
-                        f"{winner.name} is graded instead")
+    return loser.name, (
+        f"an older or duplicate submission of {winner.info.student}'s {winner.info.lab}: "
+        f"{winner.name} is graded instead"
+    )
 
 
-def settle(root: Path, groups: dict[tuple[str, str], list[Candidate]], out: Collected,
-            marks: class_marks.Marks) -> None:
+def settle(
+    root: Path, groups: dict[tuple[str, str], list[Candidate]], out: Collected, marks: class_marks.Marks
+) -> None:
     """For each student and lab of an LMS source, write the latest file to submitted/ and list the others."""
     for (student, lab), candidates in sorted(groups.items()):
         if (student, lab) in out.pairs:  # already collected from the student's folder
-            out.not_graded += [(c.name, f"a second submission of {student}'s {lab}: the one in the "
-                                        f"student's folder is graded") for c in candidates]
+            out.not_graded += [
+                (c.name, f"a second submission of {student}'s {lab}: the one in the student's folder is graded")
+                for c in candidates
+            ]
             continue
         ordered = sorted(candidates, key=lambda c: c.order, reverse=True)
         if (picked := read_first(ordered, out)) is None:
             continue
         winner, data = picked
-        out.not_graded += [superseded(c, winner) for c in ordered[ordered.index(winner) + 1:]]
+        out.not_graded += [superseded(c, winner) for c in ordered[ordered.index(winner) + 1 :]]
         place(root, student, lab, data, f"{lab}.ipynb", keep=False)
         marks.late[(student, lab)] = winner.info.late
         out.pairs.append((student, lab))

@@ -68,7 +68,6 @@ def read_plain(path: Path, limit: int = MAX_BYTES) -> bytes:
         os.close(fd)
 
 
-
 def is_plain(path: Path) -> bool:
     try:
         return why_not_plain(os.lstat(path)) is None
@@ -97,11 +96,15 @@ def close_to_others(path: Path) -> str | None:
         return None
     mode = stat.S_IMODE(st.st_mode)
     if st.st_uid != os.geteuid():
-        raise Refused(f"writable by others (mode {mode:o}) and owned by another user (uid {st.st_uid}): "
-                      f"not read; make it yours and not writable by others (chmod go-w), then grade again")
+        raise Refused(
+            f"writable by others (mode {mode:o}) and owned by another user (uid {st.st_uid}): "
+            f"not read; make it yours and not writable by others (chmod go-w), then grade again"
+        )
     os.chmod(path, mode & ~open_bits, follow_symlinks=False)
-    return (f"was writable by others (mode {mode:o}): made {mode & ~open_bits:o} before it was read "
-            "(what others may have changed before cannot be known)")
+    return (
+        f"was writable by others (mode {mode:o}): made {mode & ~open_bits:o} before it was read "
+        "(what others may have changed before cannot be known)"
+    )
 
 
 def readable_by_others(path: Path) -> bool:
@@ -119,5 +122,12 @@ def other_people(passwd: Path = Path("/etc/passwd")) -> list[str]:
         rows = [line.split(":") for line in passwd.read_text(errors="replace").splitlines()]
     except OSError:
         return []
-    return [row[0] for row in rows if len(row) >= 7 and row[2].isdigit() and 1000 <= int(row[2]) < 65534
-            and int(row[2]) != os.getuid() and not row[6].strip().endswith(("nologin", "false"))]
+    return [
+        row[0]
+        for row in rows
+        if len(row) >= 7
+        and row[2].isdigit()
+        and 1000 <= int(row[2]) < 65534
+        and int(row[2]) != os.getuid()
+        and not row[6].strip().endswith(("nologin", "false"))
+    ]

@@ -49,9 +49,11 @@ def extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, budget: Budg
     """Stream ``info`` into the file ``dest``; None when it unpacked whole with a good CRC,
     else why not (``dest`` is then removed)."""
     ratio_cap = max(RATIO * info.compress_size, RATIO_FLOOR)
-    caps = [(MEMBER_BYTES, f"unpacks to more than {MEMBER_BYTES // 2**20} MB, not unpacked"),
-            (ratio_cap, f"expands more than {RATIO}:1 (a zip bomb?), not unpacked"),
-            (budget.left, f"the archive's cap of {ARCHIVE_BYTES // 2**30} GB unpacked was reached, not unpacked")]
+    caps = [
+        (MEMBER_BYTES, f"unpacks to more than {MEMBER_BYTES // 2**20} MB, not unpacked"),
+        (ratio_cap, f"expands more than {RATIO}:1 (a zip bomb?), not unpacked"),
+        (budget.left, f"the archive's cap of {ARCHIVE_BYTES // 2**30} GB unpacked was reached, not unpacked"),
+    ]
     limit, reason = min(caps, key=lambda cap: cap[0])
     size = 0
     try:

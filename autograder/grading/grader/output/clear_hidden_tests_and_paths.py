@@ -51,7 +51,6 @@ def _plain(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-
 def _frame(entry: str, hidden: set[int] | None, hidden_text: set[str]) -> str | None:
     """A cell frame with its hidden lines taken out (None: drop it all)."""
     lines = entry.split("\n")
@@ -62,7 +61,7 @@ def _frame(entry: str, hidden: set[int] | None, hidden_text: set[str]) -> str | 
             kept.append(line)
             continue
         number, current = int(gutter.group(2)), gutter.group(1) is not None
-        code = _plain(line)[gutter.end():].strip()
+        code = _plain(line)[gutter.end() :].strip()
         is_hidden = number in hidden if hidden is not None else code in hidden_text
         if is_hidden and current:
             return None
@@ -78,15 +77,28 @@ class ClearHiddenTestsAndPaths(Preprocessor):
     enabled = Bool(True, help="nbconvert runs only an enabled preprocessor").tag(config=True)
     begin_hidden = Unicode("BEGIN HIDDEN TESTS", help="the line that opens a hidden-test block").tag(config=True)
     end_hidden = Unicode("END HIDDEN TESTS", help="the line that closes a hidden-test block").tag(config=True)
-    grader_paths = List(Unicode(), help="folders whose names the feedback must not show, besides Python's "
-                                        "own, the temporary and the home folders (nbgrader_config.py adds "
-                                        "the course root)").tag(config=True)
+    grader_paths = List(
+        Unicode(),
+        help="folders whose names the feedback must not show, besides Python's "
+        "own, the temporary and the home folders (nbgrader_config.py adds "
+        "the course root)",
+    ).tag(config=True)
     replacement = Unicode("<grader>", help="what a grader's folder is replaced by").tag(config=True)
 
     def _paths(self) -> re.Pattern[str] | None:
-        paths = {*self.grader_paths, sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(),
-                 os.path.expanduser("~"), os.getcwd(), str(Path(__file__).resolve().parents[3]),
-                 *site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]}
+        paths = {
+            *self.grader_paths,
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            tempfile.gettempdir(),
+            os.path.expanduser("~"),
+            os.getcwd(),
+            str(Path(__file__).resolve().parents[3]),
+            *site.getsitepackages(),
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths()["stdlib"],
+        }
         forms = {str(Path(p).resolve()) for p in paths if p} | {p.rstrip("/") for p in paths if p}
         longest_first = sorted((f for f in forms if f.count("/") >= 1 and len(f) > 1), key=len, reverse=True)
         if not longest_first:

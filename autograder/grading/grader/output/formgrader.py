@@ -17,9 +17,11 @@ import json
 import sys
 
 HANDLERS = "nbgrader.server_extensions.formgrader.apihandlers"
-MESSAGE = ("Autograde is turned off in Formgrader for this course: it would run the submission's code as you, "
-           "outside the sandbox and without the independent check. Grade with `python -m autograder grade` "
-           "(`make grade`) at the course root, then come back here to review, grade by hand and release feedback.")
+MESSAGE = (
+    "Autograde is turned off in Formgrader for this course: it would run the submission's code as you, "
+    "outside the sandbox and without the independent check. Grade with `python -m autograder grade` "
+    "(`make grade`) at the course root, then come back here to review, grade by hand and release feedback."
+)
 
 
 def disable_autograde() -> bool:

@@ -127,8 +127,9 @@ def record_zero(db_url: str, course_id: str, student: str, lab: str) -> None:
         gb.db.commit()
 
 
-def settle(db_url: str, course_id: str, student: str, lab: str,
-           passed: Mapping[str, bool | None]) -> dict[str, tuple[float, float]]:
+def settle(
+    db_url: str, course_id: str, student: str, lab: str, passed: Mapping[str, bool | None]
+) -> dict[str, tuple[float, float]]:
     """Score 0 each exercise (grade id) of ``passed`` that the independent check failed (False),
     and full marks each one it passed with the earlier wrong answers made right (None: error
     carried forward). Returns, for every one, its points as nbgrader's autograde left them and

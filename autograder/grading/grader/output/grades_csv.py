@@ -11,8 +11,12 @@ from autograder.grading.grader.safe_text import csv_cell, printable
 CSV_HEADER = ["student_id", "lab", "score", "max_score", "late", "original_id"]
 
 
-def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
-              late: dict[tuple[str, str], str] | None = None, originals: dict[str, str] | None = None) -> None:
+def write_csv(
+    path: Path,
+    scores: dict[tuple[str, str], tuple[float, float]],
+    late: dict[tuple[str, str], str] | None = None,
+    originals: dict[str, str] | None = None,
+) -> None:
     """grades.csv: one row per student and lab, sorted, so that reruns give the same bytes;
     ``late`` holds the LMS's late flag and submission time (empty when it gave none),
     ``original_id`` the name a mapped id was made from (control characters escaped; else the
@@ -22,7 +26,13 @@ def write_csv(path: Path, scores: dict[tuple[str, str], tuple[float, float]],
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_HEADER)
     for (student, lab), (score, max_score) in sorted(scores.items()):
-        row = [student, lab, f"{score:g}", f"{max_score:g}", late.get((student, lab), ""),
-               printable(originals.get(student, student))]
+        row = [
+            student,
+            lab,
+            f"{score:g}",
+            f"{max_score:g}",
+            late.get((student, lab), ""),
+            printable(originals.get(student, student)),
+        ]
         writer.writerow([csv_cell(cell) for cell in row])
     path.write_text(buffer.getvalue())

@@ -26,8 +26,28 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 # What latex2mathml 3.81.1 writes for the labs' formulas (tests/grading/grader/output/test_math_markup.py
 # holds the list to them), and the roots and limits a student's TeX may add; nothing else.
-MATH_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt",
-             "mroot", "munder", "mover", "munderover", "mtable", "mtr", "mtd", "mstyle"}
+MATH_TAGS = {
+    "math",
+    "mrow",
+    "mi",
+    "mn",
+    "mo",
+    "mtext",
+    "mspace",
+    "msub",
+    "msup",
+    "msubsup",
+    "mfrac",
+    "msqrt",
+    "mroot",
+    "munder",
+    "mover",
+    "munderover",
+    "mtable",
+    "mtr",
+    "mtd",
+    "mstyle",
+}
 MATH_ATTRIBUTES: dict[str, set[str]] = {
     "math": {"display", "xmlns"},
     "mi": {"mathvariant"},
@@ -68,16 +88,21 @@ class _InlineParser(MathInlineParser):
 
     BLOCK_MATH_LATEX = _dotall(r"(?<!\\)\\{1,2}\[(?P<math_block_latex>.*?)(?<!\\)\\{1,2}\]")
     INLINE_MATH_LATEX = _dotall(r"(?<!\\)\\{1,2}\((?P<math_inline_latex>.*?)(?<!\\)\\{1,2}\)")
-    SPECIFICATION: ClassVar[dict[str, str]] = {**MathInlineParser.SPECIFICATION,
-                                               "block_math_latex": BLOCK_MATH_LATEX,
-                                               "inline_math_latex": INLINE_MATH_LATEX}
+    SPECIFICATION: ClassVar[dict[str, str]] = {
+        **MathInlineParser.SPECIFICATION,
+        "block_math_latex": BLOCK_MATH_LATEX,
+        "inline_math_latex": INLINE_MATH_LATEX,
+    }
 
 
 class _BlockParser(MathBlockParser):
     """nbconvert's block parser, keeping a display ``\\[...\\]`` with one backslash whole."""
 
-    MULTILINE_MATH = _dotall(r"(?<!\\)[$]{2}.*?(?<!\\)[$]{2}" r"|\\{1,2}\[.*?\\{1,2}\]"
-                             r"|\\begin\{(?P<math_env_name>[a-z]*\*?)\}.*?\\end\{(?P=math_env_name)\}")
+    MULTILINE_MATH = _dotall(
+        r"(?<!\\)[$]{2}.*?(?<!\\)[$]{2}"
+        r"|\\{1,2}\[.*?\\{1,2}\]"
+        r"|\\begin\{(?P<math_env_name>[a-z]*\*?)\}.*?\\end\{(?P=math_env_name)\}"
+    )
     SPECIFICATION: ClassVar[dict[str, str]] = {**MathBlockParser.SPECIFICATION, "multiline_math": MULTILINE_MATH}
 
 
@@ -98,5 +123,6 @@ class MathMLRenderer(IPythonRenderer):
 def render_markdown(source: str, attachments: dict[str, Any] | None = None) -> str:
     """``source`` as HTML, rendered as nbconvert renders markdown, its math as MathML."""
     renderer = MathMLRenderer(escape=False, attachments=attachments or {}, anchor_link_text="¶")
-    return MarkdownWithMath(renderer=renderer, block=_BlockParser(),
-                            inline=_InlineParser(hard_wrap=False)).render(source)
+    return MarkdownWithMath(renderer=renderer, block=_BlockParser(), inline=_InlineParser(hard_wrap=False)).render(
+        source
+    )

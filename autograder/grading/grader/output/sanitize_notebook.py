@@ -69,9 +69,15 @@ def _attribute(tag: str, attribute: str, value: str) -> str | None:
 def clean_html(html: str, math: bool = False) -> str:
     """``html`` with nothing that runs: no script, event handler, ``javascript:`` URL, style
     or form (see the module's docstring for what stays); ``math``: the MathML of rendered markdown too."""
-    return nh3.clean(html, tags=MARKDOWN_TAGS if math else TAGS, attributes=MARKDOWN_ATTRIBUTES if math else ATTRIBUTES,
-                     url_schemes=SCHEMES, attribute_filter=_attribute,
-                     strip_comments=True, link_rel="noopener noreferrer nofollow")
+    return nh3.clean(
+        html,
+        tags=MARKDOWN_TAGS if math else TAGS,
+        attributes=MARKDOWN_ATTRIBUTES if math else ATTRIBUTES,
+        url_schemes=SCHEMES,
+        attribute_filter=_attribute,
+        strip_comments=True,
+        link_rel="noopener noreferrer nofollow",
+    )
 
 
 def as_block(html: str) -> str:
@@ -100,8 +106,11 @@ def _output(output: NotebookNode) -> None:
     data = output.get("data", {})
     for mime in list(data):
         value = data[mime]
-        if mime not in SAFE_MIMES or not isinstance(value, str) or \
-                (mime.startswith("image/") and not BASE64.match(value)):
+        if (
+            mime not in SAFE_MIMES
+            or not isinstance(value, str)
+            or (mime.startswith("image/") and not BASE64.match(value))
+        ):
             del data[mime]
             data.setdefault("text/plain", DROPPED.format(mime))
         elif mime == "text/html":
@@ -130,8 +139,9 @@ def sanitize_cell(cell: NotebookNode) -> None:
             if "execution_count" in output:
                 output.execution_count = _number(output.execution_count)
             _output(output)
-    nbcells.rename_unless(cell, lambda name: bool(NAME.match(name)),
-                          lambda name: "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)[:60])
+    nbcells.rename_unless(
+        cell, lambda name: bool(NAME.match(name)), lambda name: "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)[:60]
+    )
 
 
 class SanitizeNotebook(Preprocessor):

@@ -45,15 +45,21 @@ def _pairs(lab_sheets: list[sheets.Sheet], lab: Release, max_shared: int) -> lis
     return found
 
 
-def write_report(root: Path, lab: str, out: Path | None = None, max_shared: int = alike.MAX_SHARED,
-                 ) -> tuple[Tally, list[alike.Pair], list[str]]:
+def write_report(
+    root: Path,
+    lab: str,
+    out: Path | None = None,
+    max_shared: int = alike.MAX_SHARED,
+) -> tuple[Tally, list[alike.Pair], list[str]]:
     """Write ``lab``'s report under ``out`` (default ROOT/reports) /LAB; its tally, similar
     pairs and notes (files that could not be read). ``max_shared``: M, above which a fingerprint
     common to that many answers of the class is not evidence of anything (``alike``)."""
     lab_sheets, notes = sheets.read_class(root, lab)
     if not lab_sheets:
-        raise NoVerdicts(f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
-                         + (f"; {len(notes)} unreadable: {notes[0]}" if notes else ""))
+        raise NoVerdicts(
+            f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
+            + (f"; {len(notes)} unreadable: {notes[0]}" if notes else "")
+        )
     t = tally(lab, lab_sheets)
     release = read_release(root, lab)
     pairs = _pairs(lab_sheets, release, max_shared)

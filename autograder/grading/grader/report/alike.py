@@ -47,8 +47,15 @@ THRESHOLD = 0.8  # Jaccard overlap of two answers' fingerprints from which the p
 MAX_SHARED = 10  # M: a fingerprint in more than M answers of a class to one exercise is dropped (MOSS's -m)
 MIN_SHARED = 8  # fingerprints two answers must share beyond the boilerplate (winnowing keeps ~2/(w+1) k-grams)
 
-_DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
-            tokenize.ENDMARKER, tokenize.TYPE_COMMENT}
+_DROPPED = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+    tokenize.TYPE_COMMENT,
+}
 _STRING_START = {tokenize.STRING, getattr(tokenize, "FSTRING_START", tokenize.STRING)}  # f-strings: Python 3.12
 _STRING_REST = {getattr(tokenize, "FSTRING_MIDDLE", -1), getattr(tokenize, "FSTRING_END", -1)}
 
@@ -68,9 +75,12 @@ def _raw_tokens(source: str) -> list[tuple[int, int, str]]:
     try:
         return [(t.type, t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)]
     except (tokenize.TokenError, IndentationError, SyntaxError):  # broken answers: words and symbols, by line
-        return [(tokenize.NAME if w[0].isalpha() or w[0] == "_" else tokenize.OP, n, w)
-                for n, line in enumerate(source.splitlines(), 1) if not line.lstrip().startswith("#")
-                for w in re.findall(r"\w+|[^\w\s]", line)]
+        return [
+            (tokenize.NAME if w[0].isalpha() or w[0] == "_" else tokenize.OP, n, w)
+            for n, line in enumerate(source.splitlines(), 1)
+            if not line.lstrip().startswith("#")
+            for w in re.findall(r"\w+|[^\w\s]", line)
+        ]
 
 
 def normalise(source: str, given: Iterable[str] = ()) -> list[str]:
@@ -111,7 +121,7 @@ def fingerprints(tokens: list[str]) -> set[int]:
     text = _as_text(tokens)
     if len(text) < NOISE:
         return set()
-    hashes = np.array([zlib.crc32(text[i:i + NOISE].encode()) for i in range(len(text) - NOISE + 1)], dtype=np.int64)
+    hashes = np.array([zlib.crc32(text[i : i + NOISE].encode()) for i in range(len(text) - NOISE + 1)], dtype=np.int64)
     selected, _ = winnow(hashes, WINDOW, remove_duplicates=False)
     return {int(h) for h in selected}
 
@@ -129,7 +139,7 @@ def _candidates(prints: dict[str, set[int]]) -> set[tuple[str, str]]:
     index: defaultdict[int, list[str]] = defaultdict(list)
     for student in sorted(prints):
         ordered = sorted(prints[student], key=lambda h: (frequency[h], h))
-        for h in ordered[:len(ordered) - math.ceil(THRESHOLD * len(ordered)) + 1]:
+        for h in ordered[: len(ordered) - math.ceil(THRESHOLD * len(ordered)) + 1]:
             index[h].append(student)
     return {pair for students in index.values() for pair in itertools.combinations(students, 2)}
 
@@ -141,8 +151,13 @@ def boilerplate(sources: Iterable[str], given: Iterable[str] = ()) -> set[int]:
     return {h for source in sources for h in fingerprints(normalise(source, given))}
 
 
-def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] = (),
-                  ignored: Iterable[int] = (), max_shared: int = MAX_SHARED) -> list[Pair]:
+def similar_pairs(
+    exercise: str,
+    answers: dict[str, str],
+    given: Iterable[str] = (),
+    ignored: Iterable[int] = (),
+    max_shared: int = MAX_SHARED,
+) -> list[Pair]:
     """The pairs of students (``answers``: student -> the exercise's answer source) whose
     normalised answers of at least MIN_TOKENS tokens, the ``ignored`` fingerprints (``boilerplate``)
     and those of more than ``max_shared`` answers taken out, share MIN_SHARED fingerprints and
@@ -151,10 +166,16 @@ def similar_pairs(exercise: str, answers: dict[str, str], given: Iterable[str] =
     tokens = {student: normalise(source, given) for student, source in sorted(answers.items())}
     every = {student: fingerprints(t) - ignored for student, t in tokens.items()}
     common = Counter(h for hashes in every.values() for h in hashes)  # in how many of the class's answers
-    prints = {s: kept for s, hashes in every.items() if len(tokens[s]) >= MIN_TOKENS
-              and len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED}
-    pairs = [Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3)) for a, b in _candidates(prints)
-             if len(prints[a] & prints[b]) >= MIN_SHARED]
+    prints = {
+        s: kept
+        for s, hashes in every.items()
+        if len(tokens[s]) >= MIN_TOKENS and len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED
+    }
+    pairs = [
+        Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3))
+        for a, b in _candidates(prints)
+        if len(prints[a] & prints[b]) >= MIN_SHARED
+    ]
     return sorted((p for p in pairs if p.similarity >= THRESHOLD), key=lambda p: (-p.similarity, p.first, p.second))
 
 
@@ -189,6 +210,7 @@ def groups(pairs: Iterable[Pair]) -> list[Group]:
     members: defaultdict[str, list[str]] = defaultdict(list)
     for student in sorted(parent):
         members[root(student)].append(student)
-    found = [Group(tuple(students), tuple(p for p in pairs if root(p.first) == top))
-             for top, students in members.items()]
+    found = [
+        Group(tuple(students), tuple(p for p in pairs if root(p.first) == top)) for top, students in members.items()
+    ]
     return sorted(found, key=lambda g: (-len(g.students), -max(p.similarity for p in g.pairs), g.students))

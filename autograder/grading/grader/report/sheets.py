@@ -62,8 +62,10 @@ def _read(path: Path) -> Sheet:
         verdicts = read_verdicts(path)
     except (OSError, UnicodeDecodeError, VerdictsFileError) as err:
         raise BadVerdicts(f"{path}: {err}") from None
-    rows = tuple(Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message,
-                     e.points_alone) for e in verdicts.exercises)
+    rows = tuple(
+        Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message, e.points_alone)
+        for e in verdicts.exercises
+    )
     return Sheet(verdicts.student, verdicts.original_id, verdicts.lab, rows, dict(verdicts.answers))
 
 

@@ -26,20 +26,55 @@ def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
 
 def _exercises(t: Tally) -> tuple[list[str], list[list[object]]]:
     """exercises.csv: the exercises ranked by the points the class lost on them alone."""
-    head = ["rank", "exercise", "max_points", "passed", "failed", "blank", "attempted", "lost_points",
-            "points_lost_alone", "most_common_mistake", "most_common_mistake_words", "taught_in"]
-    return head, [[rank, e.name, e.max_points, e.passed, e.failed, e.blank, e.attempted, e.lost,
-                   round(e.points_lost, 4), top or "", describe(top) if top else "",
-                   (where.url() if (where := lesson(t.lab, e.name)) else "")]
-                  for rank, e in enumerate(t.ranked(), 1) for top in [e.top_mistake()]]
+    head = [
+        "rank",
+        "exercise",
+        "max_points",
+        "passed",
+        "failed",
+        "blank",
+        "attempted",
+        "lost_points",
+        "points_lost_alone",
+        "most_common_mistake",
+        "most_common_mistake_words",
+        "taught_in",
+    ]
+    return head, [
+        [
+            rank,
+            e.name,
+            e.max_points,
+            e.passed,
+            e.failed,
+            e.blank,
+            e.attempted,
+            e.lost,
+            round(e.points_lost, 4),
+            top or "",
+            describe(top) if top else "",
+            (where.url() if (where := lesson(t.lab, e.name)) else ""),
+        ]
+        for rank, e in enumerate(t.ranked(), 1)
+        for top in [e.top_mistake()]
+    ]
 
 
 def _similar(pairs: list[Pair]) -> tuple[list[str], list[list[object]]]:
     """similar.csv: the groups of similar answers, for the instructor's copy alone."""
-    return (["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
-            [[n, " ".join(g.students), " ".join(g.exercises),
-              min(p.similarity for p in g.pairs), max(p.similarity for p in g.pairs)]
-             for n, g in enumerate(groups(pairs), 1)])
+    return (
+        ["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
+        [
+            [
+                n,
+                " ".join(g.students),
+                " ".join(g.exercises),
+                min(p.similarity for p in g.pairs),
+                max(p.similarity for p in g.pairs),
+            ]
+            for n, g in enumerate(groups(pairs), 1)
+        ],
+    )
 
 
 def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[Path]:
@@ -48,9 +83,14 @@ def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[P
     written: dict[str, tuple[list[str], list[list[object]]]] = {
         "distribution.csv": (["score_from", "score_to", "students"], [[lo, hi, n] for lo, hi, n in plots.bins(t)]),
         "exercises.csv": _exercises(t),
-        "mistakes.csv": (["exercise", "mistake", "words", "students", "attempted", "share"] + (["ids"] if ids else []),
-                         [[m.exercise, m.mistake, describe(m.mistake), m.count, m.attempted, round(m.share, 4)]
-                          + ([" ".join(m.students)] if ids else []) for m in t.mistakes]),
+        "mistakes.csv": (
+            ["exercise", "mistake", "words", "students", "attempted", "share"] + (["ids"] if ids else []),
+            [
+                [m.exercise, m.mistake, describe(m.mistake), m.count, m.attempted, round(m.share, 4)]
+                + ([" ".join(m.students)] if ids else [])
+                for m in t.mistakes
+            ],
+        ),
     }
     if ids:
         written["scores.csv"] = (["student_id", "score", "max_score"], [list(s) for s in t.scores])

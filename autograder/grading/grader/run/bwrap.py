@@ -29,15 +29,34 @@ class Unavailable(RuntimeError):
     """bubblewrap is missing or cannot create its namespaces here (the message says how to fix it)."""
 
 
-def wrap(argv: Sequence[str], *, scratch: Path, rw: Sequence[Path] = (), limits: Limits,
-         env: Mapping[str, str] | None = None, enabled: bool = True, package: str | Path | None = None) -> list[str]:
+def wrap(
+    argv: Sequence[str],
+    *,
+    scratch: Path,
+    rw: Sequence[Path] = (),
+    limits: Limits,
+    env: Mapping[str, str] | None = None,
+    enabled: bool = True,
+    package: str | Path | None = None,
+) -> list[str]:
     """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
     ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
     launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's)."""
-    out = [*boot.command(LAUNCHER, package=package), "--scratch", str(scratch),
-           "--memory-mb", str(limits.memory_mb), "--cpu-seconds", str(limits.cpu_seconds),
-           "--processes", str(limits.processes), "--file-mb", str(limits.file_mb),
-           "--scratch-mb", str(limits.scratch_mb)]
+    out = [
+        *boot.command(LAUNCHER, package=package),
+        "--scratch",
+        str(scratch),
+        "--memory-mb",
+        str(limits.memory_mb),
+        "--cpu-seconds",
+        str(limits.cpu_seconds),
+        "--processes",
+        str(limits.processes),
+        "--file-mb",
+        str(limits.file_mb),
+        "--scratch-mb",
+        str(limits.scratch_mb),
+    ]
     for path in rw:
         out += ["--rw", str(path)]
     for key, value in (env or {}).items():
@@ -65,8 +84,13 @@ def _shared_folder_problem(package: Path | None) -> str | None:
     with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
         shared = Path(tmp) / "shared"
         shared.mkdir()
-        argv = wrap([boot.python(), "-I", "-c", HANDSHAKE, str(shared)], scratch=Path(tmp) / "scratch",
-                    rw=[shared], limits=Limits(), package=package)
+        argv = wrap(
+            [boot.python(), "-I", "-c", HANDSHAKE, str(shared)],
+            scratch=Path(tmp) / "scratch",
+            rw=[shared],
+            limits=Limits(),
+            package=package,
+        )
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd="/")
         seen = ""
         for _ in range(200):
@@ -78,12 +102,13 @@ def _shared_folder_problem(package: Path | None) -> str | None:
         _, stderr = process.communicate(timeout=60)
     if seen == "written in the sandbox":
         return None
-    return ("the sandbox starts, but its shared folder (a size-bounded tmpfs that holds the kernel's "
-            "sockets, reached by the grader through /proc/PID/root) cannot be read from here, so what "
-            f"a submission writes there could not be bounded at write time:\n    {stderr.strip()[-2000:]}\n"
-            "Grading needs /proc mounted and the sandbox's processes readable by your user "
-            "(ptrace rules such as kernel.yama.ptrace_scope=3 forbid it).")
-
+    return (
+        "the sandbox starts, but its shared folder (a size-bounded tmpfs that holds the kernel's "
+        "sockets, reached by the grader through /proc/PID/root) cannot be read from here, so what "
+        f"a submission writes there could not be bounded at write time:\n    {stderr.strip()[-2000:]}\n"
+        "Grading needs /proc mounted and the sandbox's processes readable by your user "
+        "(ptrace rules such as kernel.yama.ptrace_scope=3 forbid it)."
+    )
 
 
 def probe(package: Path | None = None) -> str | None:
@@ -93,11 +118,20 @@ def probe(package: Path | None = None) -> str | None:
         return "bubblewrap (bwrap) is not installed, and grading runs every submission in its sandbox.\n" + FIXES
     with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
         try:
-            bare = subprocess.run(wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits(), package=package),
-                                  capture_output=True, text=True, timeout=60, cwd="/")
+            bare = subprocess.run(
+                wrap(["true"], scratch=Path(tmp) / "scratch", limits=Limits(), package=package),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd="/",
+            )
             if bare.returncode == 0:  # namespaces work: now our Python and package, as a kernel runs them
-                ours = wrap(boot.command(LAUNCHER, "--help", package=package),
-                            scratch=Path(tmp) / "scratch", limits=Limits(), package=package)
+                ours = wrap(
+                    boot.command(LAUNCHER, "--help", package=package),
+                    scratch=Path(tmp) / "scratch",
+                    limits=Limits(),
+                    package=package,
+                )
                 run = subprocess.run(ours, capture_output=True, text=True, timeout=60, cwd="/")
         except subprocess.TimeoutExpired:
             return "the bubblewrap sandbox did not start within 60 s.\n" + FIXES
@@ -107,7 +141,9 @@ def probe(package: Path | None = None) -> str | None:
     if run.returncode == 0:
         return _shared_folder_problem(package)
     said = run.stderr.strip()[-2000:] or f"exit status {run.returncode}"
-    return (f"the sandbox starts, but this Python ({boot.python()}) or the autograder package "
-            f"({package or boot.running()}) does not run inside it:\n    {said}\n"
-            "Each folder they need must be a real folder or a link to one that the sandbox can mount "
-            "(a virtual environment, the Python it was made from, the package).")
+    return (
+        f"the sandbox starts, but this Python ({boot.python()}) or the autograder package "
+        f"({package or boot.running()}) does not run inside it:\n    {said}\n"
+        "Each folder they need must be a real folder or a link to one that the sandbox can mount "
+        "(a virtual environment, the Python it was made from, the package)."
+    )

@@ -35,7 +35,7 @@ def cut(text: str, limit: int, stated: int | None = None) -> str:
     if len(raw) <= limit:
         return text
     note = CUT.format(size=len(raw), limit=stated or limit)
-    return raw[:max(0, limit - len(note.encode()))].decode(errors="ignore") + note
+    return raw[: max(0, limit - len(note.encode()))].decode(errors="ignore") + note
 
 
 def _text(value: object) -> str:
@@ -88,8 +88,9 @@ class CapOutputBytes(Preprocessor):
                 output = cap(output, self.max_output_bytes)
                 bytes_ = size(output)
                 if used + bytes_ > self.max_notebook_bytes:
-                    output = nbformat.v4.new_output("stream", name="stderr",
-                                                    text=OVER.format(size=bytes_, limit=self.max_notebook_bytes))
+                    output = nbformat.v4.new_output(
+                        "stream", name="stderr", text=OVER.format(size=bytes_, limit=self.max_notebook_bytes)
+                    )
                     bytes_ = size(output)
                 used += bytes_
                 outputs.append(output)

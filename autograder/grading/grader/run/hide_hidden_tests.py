@@ -24,9 +24,11 @@ from autograder.grading.grader.lab_cells import clear_hidden
 KEY = "autograder_hidden_tests"
 
 
-REFUSAL = ("this course autogrades only through `python -m autograder grade` (or `make grade`): "
-           "`nbgrader autograde` would run each submission as you, outside the sandbox, with nothing "
-           "checking its points (see the instructor guide, \"What grading trusts\")")
+REFUSAL = (
+    "this course autogrades only through `python -m autograder grade` (or `make grade`): "
+    "`nbgrader autograde` would run each submission as you, outside the sandbox, with nothing "
+    'checking its points (see the instructor guide, "What grading trusts")'
+)
 
 
 class UnsandboxedGrading(RuntimeError):
@@ -39,8 +41,11 @@ class HideHiddenTests(Preprocessor):
     is then the sandboxed one, and the independent check decides the points)."""
 
     enabled = Bool(True, help="nbconvert runs only an enabled preprocessor").tag(config=True)
-    through_grade = Bool(False, help="set by python -m autograder grade, which runs the kernel in bubblewrap; "
-                                  "False: refuse to run a submission").tag(config=True)
+    through_grade = Bool(
+        False,
+        help="set by python -m autograder grade, which runs the kernel in bubblewrap; "
+        "False: refuse to run a submission",
+    ).tag(config=True)
     begin_hidden = Unicode("BEGIN HIDDEN TESTS", help="the line that opens a hidden-test block").tag(config=True)
     end_hidden = Unicode("END HIDDEN TESTS", help="the line that closes a hidden-test block").tag(config=True)
 

@@ -57,9 +57,16 @@ class Verdict:
 
     def to_dict(self) -> dict[str, object]:
         """The verdict as plain JSON values (the raised exception stays here)."""
-        return {"exercise": self.exercise, "passed": self.passed, "points": self.points,
-                "max_points": self.max_points, "message": self.message, "mistake": self.mistake,
-                "alone": self.alone, "given": self.given}
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "points": self.points,
+            "max_points": self.max_points,
+            "message": self.message,
+            "mistake": self.mistake,
+            "alone": self.alone,
+            "given": self.given,
+        }
 
 
 def mistake_of(error: BaseException) -> str:
@@ -71,13 +78,18 @@ def mistake_of(error: BaseException) -> str:
     return named if isinstance(named, str) and named else "unnamed"
 
 
-
 def candidate_names(code: str) -> list[str]:
     """The names a test cell hands to its checks: ``check_x(NAME, ...)``."""
     names = []
     for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_") \
-                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id not in names:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id.startswith("check_")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id not in names
+        ):
             names.append(node.args[0].id)
     return names
 
@@ -93,6 +105,7 @@ def _namespace() -> dict[str, Any]:
 
     def guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
         return view if name == "sys" else real_import(name, *args, **kwargs)
+
     return {"__builtins__": {**vars(builtins), "__import__": guarded_import}, "__name__": "__grader__"}
 
 
@@ -104,9 +117,16 @@ class SandboxedChild:
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
         argv = wrap(boot.command("autograder.grading.sandboxed.child", str(to_child), str(to_grader)))
-        self.proc = subprocess.Popen(argv, pass_fds=(to_child, to_grader), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=True, cwd="/")
+        self.proc = subprocess.Popen(
+            argv,
+            pass_fds=(to_child, to_grader),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            cwd="/",
+        )
         os.close(to_child)
         os.close(to_grader)
         assert self.proc.stderr is not None
@@ -126,9 +146,11 @@ class SandboxedChild:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             said = self.stderr.text(wait=5.0)[-3000:] or "(nothing on its stderr)"
-            raise GraderError(f"the independent check's sandboxed child ended before its first reply "
-                              f"({err}); this is the grader's fault, not the submission's. "
-                              f"Its stderr:\n{said}") from err
+            raise GraderError(
+                f"the independent check's sandboxed child ended before its first reply "
+                f"({err}); this is the grader's fault, not the submission's. "
+                f"Its stderr:\n{said}"
+            ) from err
 
     def request(self, document: dict) -> Any:
         reply, blobs = self.connection.request(document, {})
@@ -169,8 +191,9 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
     return verdict
 
 
-def _carry_forward(child: SandboxedChild, source: Path, cells: dict[str, str], verdicts: dict[str, Verdict],
-                   cell_timeout: float) -> None:
+def _carry_forward(
+    child: SandboxedChild, source: Path, cells: dict[str, str], verdicts: dict[str, Verdict], cell_timeout: float
+) -> None:
     """Error carried forward: each exercise failed as written is checked again with the
     answers of the earlier exercises failed as written made the lab's solutions (in the child),
     once every exercise has been checked as written, so nothing of that run reaches those."""
@@ -179,8 +202,9 @@ def _carry_forward(child: SandboxedChild, source: Path, cells: dict[str, str], v
     for grade_id, code in cells.items():
         verdict = verdicts[grade_id]
         if not verdict.passed and wrong:
-            given = child.request({"op": "bind", "cells": [c for g in wrong for c in solutions.get(g, [])],
-                                   "limit": cell_timeout})
+            given = child.request(
+                {"op": "bind", "cells": [c for g in wrong for c in solutions.get(g, [])], "limit": cell_timeout}
+            )
             try:
                 verdict.alone = _check(child, grade_id, code).passed
                 verdict.given = [str(name) for name in given or []][:20]
@@ -190,9 +214,17 @@ def _carry_forward(child: SandboxedChild, source: Path, cells: dict[str, str], v
             wrong.append(grade_id)
 
 
-def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
-            env: dict[str, str] | None = None, cell_timeout: float = 30.0, call_timeout: float = 120.0,
-            deadline: float | None = None, carry_forward: bool = False) -> dict[str, Verdict]:
+def recheck(
+    source: Path,
+    submission: Path,
+    *,
+    wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
+    env: dict[str, str] | None = None,
+    cell_timeout: float = 30.0,
+    call_timeout: float = 120.0,
+    deadline: float | None = None,
+    carry_forward: bool = False,
+) -> dict[str, Verdict]:
     """Run every graded test cell of ``source`` here against the answers of ``submission``
     (an autograded notebook), its code run in a child started through ``wrap`` (the
     sandbox). Returns grade_id -> Verdict; a child that dies or stops answering fails the
@@ -215,9 +247,11 @@ def recheck(source: Path, submission: Path, *, wrap: Callable[[list[str]], list[
         if carry_forward:
             _carry_forward(child, source, cells, verdicts, cell_timeout)
     except (wire.WireError, TimeoutError, OSError) as err:
-        reason = ("the submission's process stopped answering (it ran too long)"
-                  if isinstance(err, TimeoutError) or "TimeoutError" in str(err)
-                  else f"the submission's process broke off ({err})")
+        reason = (
+            "the submission's process stopped answering (it ran too long)"
+            if isinstance(err, TimeoutError) or "TimeoutError" in str(err)
+            else f"the submission's process broke off ({err})"
+        )
         for grade_id in cells:
             verdicts.setdefault(grade_id, Verdict(False, reason, exercise=grade_id))
     finally:

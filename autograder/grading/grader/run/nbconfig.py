@@ -35,7 +35,8 @@ def check_paths(root: Path) -> None:
         raise OutdatedConfig(
             f"{Path(root) / 'nbgrader_config.py'} names classes of the grader by paths they no longer have; "
             "replace each (the course's current nbgrader_config.py has them all):\n"
-            + "\n".join(f"    {path}  ->  {MOVED[path]}" for path in old))
+            + "\n".join(f"    {path}  ->  {MOVED[path]}" for path in old)
+        )
 
 
 def load_config(root: Path, overrides: dict[str, Any]) -> Any:

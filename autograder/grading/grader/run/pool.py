@@ -20,8 +20,17 @@ from autograder.grading.grader.run import preflight
 from autograder.grading.grader.run.worker import WorkerProcess
 
 
-def run_jobs(jobs: list[Job], first: Job | None, record: Callable[[Job, Result], None], *, processes: int,
-             job_timeout: float, scratch: Path, package: Path | None, progress: bool = True) -> None:
+def run_jobs(
+    jobs: list[Job],
+    first: Job | None,
+    record: Callable[[Job, Result], None],
+    *,
+    processes: int,
+    job_timeout: float,
+    scratch: Path,
+    package: Path | None,
+    progress: bool = True,
+) -> None:
     """Grade ``first``, the known-good notebook (preflight: PreflightFailed if it does not get
     full marks), then run ``jobs`` on ``processes`` worker processes, each under ``job_timeout``
     seconds, and hand every result to ``record`` as it comes (in the jobs' order)."""
@@ -46,10 +55,17 @@ def run_jobs(jobs: list[Job], first: Job | None, record: Callable[[Job, Result],
             worker.close()
 
 
-def _each(jobs: list[Job], record: Callable[[Job, Result], None], workers: queue.Queue[WorkerProcess],
-          processes: int, job_timeout: float, progress: bool) -> None:
+def _each(
+    jobs: list[Job],
+    record: Callable[[Job, Result], None],
+    workers: queue.Queue[WorkerProcess],
+    processes: int,
+    job_timeout: float,
+    progress: bool,
+) -> None:
     """Run the jobs on the workers, each under its wall-clock limit, and record every result as
     it comes (in the jobs' order)."""
+
     def run_job(job: Job) -> Result:
         worker = workers.get()
         try:
@@ -59,8 +75,14 @@ def _each(jobs: list[Job], record: Callable[[Job, Result], None], workers: queue
 
     pool = ThreadPoolExecutor(max(1, processes))
     try:
-        with tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
-                  disable=not progress or not jobs) as bar:
+        with tqdm(
+            total=len(jobs),
+            desc="grading",
+            unit="notebook",
+            ascii=True,
+            file=sys.stderr,
+            disable=not progress or not jobs,
+        ) as bar:
             futures = [(job, pool.submit(run_job, job)) for job in jobs]
             for job, future in futures:
                 result = future.result()

@@ -43,9 +43,14 @@ def _execute(source: Path, config: object, scratch: Path) -> str:
 
     nb = nbformat.read(str(source), as_version=4)
     execute = config.Execute  # type: ignore[attr-defined]
-    client = NotebookClient(nb, kernel_name=str(execute.kernel_name), config=config,
-                            timeout=int(execute.timeout or 30), startup_timeout=int(execute.startup_timeout or 60),
-                            resources={"metadata": {"path": str(scratch)}})
+    client = NotebookClient(
+        nb,
+        kernel_name=str(execute.kernel_name),
+        config=config,
+        timeout=int(execute.timeout or 30),
+        startup_timeout=int(execute.startup_timeout or 60),
+        resources={"metadata": {"path": str(scratch)}},
+    )
     try:
         client.execute()
     except Exception as err:  # noqa: BLE001 - any failure is the cause we report
@@ -66,8 +71,15 @@ def run(job: Job) -> Result:
     scratch = Path(tempfile.mkdtemp(prefix="preflight-", dir=job.scratch))
 
     def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(argv, scratch=scratch / "child", limits=job.limits,
-                            env={"NBGRADER_EXECUTION": "autograde"}, enabled=job.sandbox, package=job.package)
+        return bwrap.wrap(
+            argv,
+            scratch=scratch / "child",
+            limits=job.limits,
+            env={"NBGRADER_EXECUTION": "autograde"},
+            enabled=job.sandbox,
+            package=job.package,
+        )
+
     try:
         with ThreadPoolExecutor(1) as pool:  # the kernel's run beside the check: half the wait on two cores
             executed = pool.submit(_execute, source, config, scratch)
@@ -77,8 +89,10 @@ def run(job: Job) -> Result:
             return Result(preflight=f"the solution notebook of {lab} did not run in the grading kernel: {problem}")
         failed = {grade_id: v.message for grade_id, v in verdicts.items() if not v.passed}
         if failed:
-            return Result(preflight=f"the independent check failed the solution notebook of {lab}: " + "; ".join(
-                f"{grade_id}: {message[:500]}" for grade_id, message in failed.items()))
+            return Result(
+                preflight=f"the independent check failed the solution notebook of {lab}: "
+                + "; ".join(f"{grade_id}: {message[:500]}" for grade_id, message in failed.items())
+            )
         return Result(preflight="")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -95,4 +109,5 @@ def check(worker: Worker, job: Job, limit: float) -> None:
         raise PreflightFailed(
             f"grading stopped before the first student: a known-good notebook (the solution of {job.lab}) "
             f"did not get full marks in the sandbox, so every student would have been scored for the grader's "
-            f"fault.\nCause: {cause}\nThe grading process's stderr ended with:\n{worker.stderr_tail() or '(nothing)'}")
+            f"fault.\nCause: {cause}\nThe grading process's stderr ended with:\n{worker.stderr_tail() or '(nothing)'}"
+        )

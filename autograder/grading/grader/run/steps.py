@@ -69,18 +69,31 @@ def autograde(s: Submission) -> bool:
 def _recheck(s: Submission) -> dict[str, Verdict]:
     """The independent check's verdicts; a check that could not run fails every exercise."""
     scratch = Path(tempfile.mkdtemp(prefix="recheck-", dir=s.job.scratch))
+
     def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(argv, scratch=scratch, limits=s.job.limits, env={"NBGRADER_EXECUTION": "autograde"},
-                            enabled=s.job.sandbox, package=s.job.package)
+        return bwrap.wrap(
+            argv,
+            scratch=scratch,
+            limits=s.job.limits,
+            env={"NBGRADER_EXECUTION": "autograde"},
+            enabled=s.job.sandbox,
+            package=s.job.package,
+        )
+
     try:  # cells were already interrupted once in the notebook: a shorter limit here
-        return recheck(s.source, s.autograded, wrap=wrap,
-                               cell_timeout=min(float(s.config.Execute.timeout or 30), 10.0),
-                               carry_forward=_carries_forward(s))
+        return recheck(
+            s.source,
+            s.autograded,
+            wrap=wrap,
+            cell_timeout=min(float(s.config.Execute.timeout or 30), 10.0),
+            carry_forward=_carries_forward(s),
+        )
     except GraderError:
         raise  # the grader's failure: reported as such, never as the student's 0
     except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
-        return {grade_id: Verdict(False, f"the independent check could not run: {err}")
-                for grade_id in test_cells(s.source)}
+        return {
+            grade_id: Verdict(False, f"the independent check could not run: {err}") for grade_id in test_cells(s.source)
+        }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -95,8 +108,11 @@ def _carries_forward(s: Submission) -> bool:
 def _withheld(s: Submission) -> bool:
     """Was error carried forward withheld from an exercise that failed after an earlier failure?"""
     failed = [not v.passed for v in s.verdicts.values()]
-    return (bool(s.config.Grading.get("carry_forward", True)) and any(failed[i] and any(failed[:i])
-            for i in range(len(failed))) and retyped.reaches_machinery(s.autograded))
+    return (
+        bool(s.config.Grading.get("carry_forward", True))
+        and any(failed[i] and any(failed[:i]) for i in range(len(failed)))
+        and retyped.reaches_machinery(s.autograded)
+    )
 
 
 def independent_check(s: Submission) -> bool:
@@ -107,13 +123,18 @@ def independent_check(s: Submission) -> bool:
     start = time.perf_counter()
     s.verdicts = _recheck(s)
     if _withheld(s):
-        s.result.notes.append("error carried forward not applied: an answer touches the checks' machinery "
-                              "(flagged), so every exercise is graded as written")
+        s.result.notes.append(
+            "error carried forward not applied: an answer touches the checks' machinery "
+            "(flagged), so every exercise is graded as written"
+        )
     hidden = verdicts_of.hidden_failures(test_cells(s.source), s.verdicts)  # never run by the kernel
-    before = gradebook.settle(s.config.CourseDirectory.db_url, s.config.CourseDirectory.course_id,
-                              s.job.student, s.job.lab,
-                              {grade_id: None if v.alone and not v.passed else v.passed
-                               for grade_id, v in s.verdicts.items()})
+    before = gradebook.settle(
+        s.config.CourseDirectory.db_url,
+        s.config.CourseDirectory.course_id,
+        s.job.student,
+        s.job.lab,
+        {grade_id: None if v.alone and not v.passed else v.passed for grade_id, v in s.verdicts.items()},
+    )
     for grade_id, verdict in s.verdicts.items():
         points, verdict.max_points = before[grade_id]
         verdict.exercise, verdict.points = grade_id, points if verdict.passed else 0.0
@@ -123,11 +144,14 @@ def independent_check(s: Submission) -> bool:
         if verdict.passed or not points:  # it scored nothing in the notebook: no disagreement to report
             continue
         if grade_id in hidden:
-            s.result.notes.append(f"test cell {grade_id}: the visible check passed but the hidden tests failed "
-                                  "(hard-coded outputs?)")
+            s.result.notes.append(
+                f"test cell {grade_id}: the visible check passed but the hidden tests failed (hard-coded outputs?)"
+            )
         else:
-            s.result.notes.append(f"test cell {grade_id} passed in the notebook but failed the independent check "
-                                  f"({headline(verdict.message)}): scored 0")
+            s.result.notes.append(
+                f"test cell {grade_id} passed in the notebook but failed the independent check "
+                f"({headline(verdict.message)}): scored 0"
+            )
     s.result.check_seconds = time.perf_counter() - start  # its sandboxed child's start included
     return True
 

@@ -23,7 +23,7 @@ class Tail:
         with contextlib.suppress(OSError):
             while chunk := os.read(self.fd, 1 << 16):
                 self.total += len(chunk)
-                self.data = (self.data + chunk)[-self.keep:]
+                self.data = (self.data + chunk)[-self.keep :]
         with contextlib.suppress(OSError):
             os.close(self.fd)
 

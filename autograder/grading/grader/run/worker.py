@@ -72,10 +72,15 @@ class WorkerProcess:
                 self._start()
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen(boot.command("autograder.grading.grader.run.worker", package=self.package),
-                                     env=tool_env(JUPYTER_PATH=self.jupyter_path), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                     cwd=self.scratch)
+        self.proc = subprocess.Popen(
+            boot.command("autograder.grading.grader.run.worker", package=self.package),
+            env=tool_env(JUPYTER_PATH=self.jupyter_path),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=self.scratch,
+        )
         assert self.proc.stderr is not None
         self.stderr = Tail(os.dup(self.proc.stderr.fileno()))
         self.proc.stderr.close()
@@ -191,6 +196,7 @@ def serve() -> None:
 def _answer(job: Job) -> Result:
     """What the pipeline gets for one job: the grading's result, or what stopped it."""
     from autograder.grading.grader.run import preflight
+
     try:
         return preflight.run(job) if job.preflight else run(job)
     except GraderError as err:

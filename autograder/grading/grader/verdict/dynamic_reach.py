@@ -16,11 +16,24 @@ _MODULES = {"importlib": "importlib", "gc": "gc", "inspect": "frame inspection",
 _BUILTINS = {"exec", "eval", "compile", "__import__", "globals", "locals", "breakpoint"}
 _BY_NAME = {"getattr", "setattr", "delattr", "hasattr"}  # dynamic unless the name is a literal
 _ATTRIBUTES = {
-    "modules": ("sys", "sys.modules"), "_getframe": ("sys", "frame inspection"),
-    "ops": ("torch", "torch.ops"), "_C": ("torch", "torch._C"), "attrgetter": ("operator", "operator.attrgetter"),
+    "modules": ("sys", "sys.modules"),
+    "_getframe": ("sys", "frame inspection"),
+    "ops": ("torch", "torch.ops"),
+    "_C": ("torch", "torch._C"),
+    "attrgetter": ("operator", "operator.attrgetter"),
 }
-_FRAME = {"f_back", "f_globals", "f_locals", "f_builtins", "__globals__", "__builtins__", "__code__",
-          "tb_frame", "gi_frame", "cr_frame"}
+_FRAME = {
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_builtins",
+    "__globals__",
+    "__builtins__",
+    "__code__",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+}
 _MODES = {"TorchDispatchMode", "TorchFunctionMode", "__torch_dispatch__", "__torch_function__"}
 
 
@@ -36,8 +49,9 @@ def _call_found(node: ast.Call) -> str | None:
         return f"{name}()"
     if name == "vars":
         return "vars()"
-    if name in _BY_NAME and not (len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                                 and isinstance(node.args[1].value, str)):
+    if name in _BY_NAME and not (
+        len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+    ):
         return f"{name}() with a name built at run time"
     return None
 

@@ -42,19 +42,26 @@ BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 LABEL = re.compile(r"^\s*(checked|expected|found|likely mistake|hint)\s*:", re.IGNORECASE)
 PASSED = "Passed: the grader ran this test again, outside your notebook, and it passed."
 FAILED = "Failed: the grader ran this test again, outside your notebook (scored 0)."
-BLANK = ("Blank (scored 0): {said}")
-NOT_ANSWERED = ("this exercise is not answered yet: replace `raise NotImplementedError()` in its cell with your "
-                "code, then run this cell again.")
-CARRIED = ("Error carried forward: your answer fails this test as you wrote it, but it is right when given "
-           "a correct {names}: it keeps its points, and the mistake costs you once, where you made it.")
-FORGED = ("IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it "
-          "(scored 0).")
+BLANK = "Blank (scored 0): {said}"
+NOT_ANSWERED = (
+    "this exercise is not answered yet: replace `raise NotImplementedError()` in its cell with your "
+    "code, then run this cell again."
+)
+CARRIED = (
+    "Error carried forward: your answer fails this test as you wrote it, but it is right when given "
+    "a correct {names}: it keeps its points, and the mistake costs you once, where you made it."
+)
+FORGED = "IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it (scored 0)."
 # what went wrong in the kernel itself is kept, in our words, for the summary's notes (inspect.after_grading)
-KERNEL_TROUBLE = {"CellTimeoutError": "this cell ran past the time limit when your notebook ran",
-                  "MemoryError": "this cell ran out of memory when your notebook ran",
-                  "DeadKernelError": "the kernel died in this cell when your notebook ran"}
-NOTEBOOK_FAILED = ("This test failed when your notebook ran (scored 0), although it passes when the grader runs it "
-                   "again outside your notebook: run your notebook from the top (Restart & Run All) to see why.")
+KERNEL_TROUBLE = {
+    "CellTimeoutError": "this cell ran past the time limit when your notebook ran",
+    "MemoryError": "this cell ran out of memory when your notebook ran",
+    "DeadKernelError": "the kernel died in this cell when your notebook ran",
+}
+NOTEBOOK_FAILED = (
+    "This test failed when your notebook ran (scored 0), although it passes when the grader runs it "
+    "again outside your notebook: run your notebook from the top (Restart & Run All) to see why."
+)
 
 
 def failing_line(error: BaseException | None, grade_id: str) -> int | None:
@@ -101,16 +108,26 @@ def _frame(cells: list[NotebookNode], number: int, line: int, function: str) -> 
         return f"(a cell of your notebook), line {line}, in {function}"
     cell = cells[number - 1]
     count = cell.get("execution_count")
-    head = f"Cell In[{count}], line {line}, in {function}" if isinstance(count, int) else \
-        f"Your code cell {number}, line {line}, in {function}"
+    head = (
+        f"Cell In[{count}], line {line}, in {function}"
+        if isinstance(count, int)
+        else f"Your code cell {number}, line {line}, in {function}"
+    )
     source = cell.source.split("\n")
-    quoted = [f"{'---->' if n == line else '     '} {n} {source[n - 1]}" for n in (line - 1, line)
-              if 1 <= n <= len(source)]
+    quoted = [
+        f"{'---->' if n == line else '     '} {n} {source[n - 1]}" for n in (line - 1, line) if 1 <= n <= len(source)
+    ]
     return "\n".join([head, *quoted])
 
 
-def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
-            failed_in_notebook: bool, left_blank: bool = False) -> list[NotebookNode]:
+def outputs(
+    verdict: Any,
+    grade_id: str,
+    source: str,
+    cells: list[NotebookNode],
+    failed_in_notebook: bool,
+    left_blank: bool = False,
+) -> list[NotebookNode]:
     """The outputs test cell ``grade_id`` (its code in the source notebook: ``source``) shows
     for ``verdict``; ``cells`` are the submission's code cells as the check's child numbered them;
     ``left_blank``: the exercise's answer cells are as released."""
@@ -125,8 +142,11 @@ def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
     if error is not None:
         name, message = type(error).__name__, str(error)
     else:
-        name, _, message = verdict.message.partition(": ") if ": " in verdict.message.split("\n")[0] else \
-            ("IndependentCheckFailed", "", verdict.message)
+        name, _, message = (
+            verdict.message.partition(": ")
+            if ": " in verdict.message.split("\n")[0]
+            else ("IndependentCheckFailed", "", verdict.message)
+        )
         if not name.isidentifier():
             name, message = "IndependentCheckFailed", verdict.message
     hidden = in_hidden_tests(error, grade_id, source)
@@ -137,11 +157,15 @@ def outputs(verdict: Any, grade_id: str, source: str, cells: list[NotebookNode],
     if getattr(verdict, "alone", None):
         names = " and ".join(f"`{name}`" for name in verdict.given) or "answer to the exercises before it"
         carried = CARRIED.format(names=names)
-        return [nbformat.v4.new_output("stream", name="stdout", text=carried + "\n"),
-                nbformat.v4.new_output("error", ename=name, evalue=message,
-                                       traceback=[carried, *frames, f"{name}: {message}"])]
-    return [nbformat.v4.new_output("error", ename=name, evalue=message,
-                                   traceback=[header, *frames, f"{name}: {message}"])]
+        return [
+            nbformat.v4.new_output("stream", name="stdout", text=carried + "\n"),
+            nbformat.v4.new_output(
+                "error", ename=name, evalue=message, traceback=[carried, *frames, f"{name}: {message}"]
+            ),
+        ]
+    return [
+        nbformat.v4.new_output("error", ename=name, evalue=message, traceback=[header, *frames, f"{name}: {message}"])
+    ]
 
 
 def answer_cells(nb: NotebookNode) -> list[NotebookNode]:
@@ -153,17 +177,24 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
     """Replace the outputs of every test cell of ``notebook`` (autograded) that has a verdict."""
     nb = nbformat.read(str(notebook), as_version=4)
     cells = answer_cells(nb)
-    blanks = {grade_id for grade_id, answers in blank.exercises(nb) if grade_id in verdicts
-              and blank.status(verdicts[grade_id], answers) == "blank"}
+    blanks = {
+        grade_id
+        for grade_id, answers in blank.exercises(nb)
+        if grade_id in verdicts and blank.status(verdicts[grade_id], answers) == "blank"
+    }
     for cell in nb.cells:
         grade_id = nbcells.grade_id(cell)
         if not nbcells.is_test(cell) or grade_id not in verdicts:
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        cell.outputs = outputs(verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors),
-                               grade_id in blanks)
-        cell.outputs += [nbformat.v4.new_output("error", ename=e.ename, evalue=KERNEL_TROUBLE[e.ename], traceback=[])
-                         for e in errors[:1] if e.get("ename") in KERNEL_TROUBLE]
+        cell.outputs = outputs(
+            verdicts[grade_id], grade_id, sources.get(grade_id, ""), cells, bool(errors), grade_id in blanks
+        )
+        cell.outputs += [
+            nbformat.v4.new_output("error", ename=e.ename, evalue=KERNEL_TROUBLE[e.ename], traceback=[])
+            for e in errors[:1]
+            if e.get("ename") in KERNEL_TROUBLE
+        ]
     _replace(notebook, nbformat.writes(nb))
 
 
@@ -179,5 +210,8 @@ def _replace(path: Path, text: str) -> None:
 def hidden_failures(sources: dict[str, str], verdicts: dict[str, Any]) -> set[str]:
     """The test cells whose only failure is a hidden test's (no disagreement with the notebook,
     whose kernel never ran the hidden tests)."""
-    return {grade_id for grade_id, verdict in verdicts.items() if not verdict.passed
-            and in_hidden_tests(getattr(verdict, "error", None), grade_id, sources.get(grade_id, ""))}
+    return {
+        grade_id
+        for grade_id, verdict in verdicts.items()
+        if not verdict.passed and in_hidden_tests(getattr(verdict, "error", None), grade_id, sources.get(grade_id, ""))
+    }

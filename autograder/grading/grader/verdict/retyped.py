@@ -37,10 +37,16 @@ _MAX_SOURCE = 200_000  # characters of one cell parsed at most (a bigger cell is
 
 # What an answer has no reason to touch (see the module's docstring): attribute or name -> what it is.
 _MACHINERY = {
-    "__code__": "a function's code object", "FunctionType": "types.FunctionType", "CodeType": "types.CodeType",
-    "setprofile": "a profile hook", "settrace": "a trace hook", "_python_dispatch": "PyTorch's dispatch modes",
-    "TorchDispatchMode": "PyTorch's dispatch modes", "TorchFunctionMode": "PyTorch's function modes",
-    "DisableTorchFunction": "PyTorch's function modes", "_disable_current_modes": "PyTorch's dispatch modes",
+    "__code__": "a function's code object",
+    "FunctionType": "types.FunctionType",
+    "CodeType": "types.CodeType",
+    "setprofile": "a profile hook",
+    "settrace": "a trace hook",
+    "_python_dispatch": "PyTorch's dispatch modes",
+    "TorchDispatchMode": "PyTorch's dispatch modes",
+    "TorchFunctionMode": "PyTorch's function modes",
+    "DisableTorchFunction": "PyTorch's function modes",
+    "_disable_current_modes": "PyTorch's dispatch modes",
     "ops": "torch.ops (PyTorch's operators below the Python level)",
 }
 _PACKAGES = ("autograder.checks", "autograder.grading")
@@ -125,8 +131,10 @@ def flag(source: str, reference: Any) -> str | None:
         found = index.get(fingerprint(mine))
         if found is not None:
             where = name if found == getattr(reference, "__name__", None) else f"{name}.{found}"
-            return (f"`{mine.name}` has the syntax tree of the reference's `{reference.__module__}.{where}` after "
-                    f"renaming ({statements(mine)} statements): flagged, not scored 0; compare the two by hand")
+            return (
+                f"`{mine.name}` has the syntax tree of the reference's `{reference.__module__}.{where}` after "
+                f"renaming ({statements(mine)} statements): flagged, not scored 0; compare the two by hand"
+            )
     return None
 
 
@@ -141,8 +149,13 @@ def machinery(source: str) -> str | None:
                 return f"the answer touches {_MACHINERY[node.attr]} (`.{node.attr}`)"
         if isinstance(node, ast.Name) and node.id in _MACHINERY and node.id != "ops":
             return f"the answer touches {_MACHINERY[node.id]} (`{node.id}`)"
-        modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                   else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        modules = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
         for module in modules:
             if module.startswith(_PACKAGES) or module in ("torch.ops", "torch._C") or "_python_dispatch" in module:
                 return f"the answer imports `{module}`"
@@ -176,9 +189,12 @@ def cell_notes(source: str) -> list[str]:
     if tree is None:
         return []
     index = _reference_index()
-    notes = [f"`{f.name}` has the syntax tree of the reference's `{index[fingerprint(f)]}` after renaming "
-             f"({statements(f)} statements): flagged, not scored 0; compare the two by hand"
-             for f in _functions(tree) if fingerprint(f) in index]
+    notes = [
+        f"`{f.name}` has the syntax tree of the reference's `{index[fingerprint(f)]}` after renaming "
+        f"({statements(f)} statements): flagged, not scored 0; compare the two by hand"
+        for f in _functions(tree)
+        if fingerprint(f) in index
+    ]
     touched = machinery(source)
     if touched:
         notes.append(f"{touched}: flagged for a look, not scored 0")
@@ -190,8 +206,11 @@ def _student_cells(notebook: Path) -> list[tuple[int, Any]]:
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
-    return [(i, c) for i, c in enumerate(nb.cells, 1)
-            if c.cell_type == "code" and (nbcells.is_answer(c) or nbcells.grade_id(c) is None)]
+    return [
+        (i, c)
+        for i, c in enumerate(nb.cells, 1)
+        if c.cell_type == "code" and (nbcells.is_answer(c) or nbcells.grade_id(c) is None)
+    ]
 
 
 def reaches_machinery(notebook: Path) -> bool:
@@ -209,7 +228,6 @@ def notes(notebook: Path) -> list[str]:
     Never raises: a notebook that cannot be read has no flags here (grading reports it)."""
     try:
         cells = _student_cells(notebook)
-        return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}"
-                for i, c in cells for note in cell_notes(c.source)]
+        return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}" for i, c in cells for note in cell_notes(c.source)]
     except Exception:  # noqa: BLE001 - a flag is advice: its failure must not cost grading
         return []

@@ -58,7 +58,6 @@ class Graded(Protocol):
     def autograded(self) -> Path: ...
 
 
-
 def _message(verdict: Any, grade_id: str, source: str) -> str:
     """The message as the feedback shows it: a hidden test's failure without its ``expected:``."""
     if verdict.passed:
@@ -68,8 +67,14 @@ def _message(verdict: Any, grade_id: str, source: str) -> str:
     return str(verdict.message)
 
 
-def lab_verdicts(student: str, original_id: str | None, lab: str, autograded: NotebookNode,
-                 sources: dict[str, str], verdicts: dict[str, Any]) -> LabVerdicts:
+def lab_verdicts(
+    student: str,
+    original_id: str | None,
+    lab: str,
+    autograded: NotebookNode,
+    sources: dict[str, str],
+    verdicts: dict[str, Any],
+) -> LabVerdicts:
     """The verdicts file's content for one autograded notebook and the independent check's
     verdicts (``sources``: each test cell's code in the source notebook, hidden tests included)."""
     out = LabVerdicts(student=student, original_id=original_id, lab=lab)
@@ -78,14 +83,27 @@ def lab_verdicts(student: str, original_id: str | None, lab: str, autograded: No
         if verdict is None:
             continue
         status = blank.status(verdict, answers)
-        out.exercises.append(ExerciseVerdict(
-            exercise=grade_id, answer_cells=[notebook_cells.name_of(c) for c in answers], status=status,
-            points=float(verdict.points), max_points=float(verdict.max_points),
-            mistake=str(verdict.mistake) if status == "failed" else None,
-            message=_message(verdict, grade_id, sources.get(grade_id, "")),
-            points_alone=None if getattr(verdict, "alone", None) is None
-            else float(verdict.max_points) if verdict.alone else 0.0,
-            status_alone=None if getattr(verdict, "alone", None) is None else "passed" if verdict.alone else "failed"))
+        out.exercises.append(
+            ExerciseVerdict(
+                exercise=grade_id,
+                answer_cells=[notebook_cells.name_of(c) for c in answers],
+                status=status,
+                points=float(verdict.points),
+                max_points=float(verdict.max_points),
+                mistake=str(verdict.mistake) if status == "failed" else None,
+                message=_message(verdict, grade_id, sources.get(grade_id, "")),
+                points_alone=None
+                if getattr(verdict, "alone", None) is None
+                else float(verdict.max_points)
+                if verdict.alone
+                else 0.0,
+                status_alone=None
+                if getattr(verdict, "alone", None) is None
+                else "passed"
+                if verdict.alone
+                else "failed",
+            )
+        )
         out.answers.update({notebook_cells.name_of(c): c.source for c in answers})
     return out
 
@@ -96,8 +114,7 @@ def record(s: Graded) -> bool:
     try:
         nb = nbformat.read(str(s.autograded), as_version=4)
         original = s.job.original_id or None
-        write_verdicts(path, lab_verdicts(s.job.student, original, s.job.lab, nb, test_cells(s.source),
-                                          s.verdicts))
+        write_verdicts(path, lab_verdicts(s.job.student, original, s.job.lab, nb, test_cells(s.source), s.verdicts))
     except Exception as err:  # noqa: BLE001 - the record is for the report; the grade stands without it
         s.result.notes.append(f"the verdicts were not recorded ({type(err).__name__}: {err})")
         if path.is_symlink() or path.is_file():  # never leave a stale or planted file as the record

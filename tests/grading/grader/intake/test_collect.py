@@ -46,21 +46,26 @@ def test_folder_layouts_are_copied_into_submitted(tmp_path: Path) -> None:
     (root / "submitted" / "ada" / LAB).mkdir(parents=True)
     (root / "submitted" / "ada" / LAB / "old.ipynb").write_text("{}")
     collected = collect(root, inbox, [LAB])
-    assert sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb")) == \
-        [f"ada/{LAB}/{LAB}.ipynb", f"ben/{LAB}/{LAB}.ipynb"]
+    assert sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb")) == [
+        f"ada/{LAB}/{LAB}.ipynb",
+        f"ben/{LAB}/{LAB}.ipynb",
+    ]
     assert collected.pairs == [("ada", LAB), ("ben", LAB)] and collected.not_graded == []
 
 
-@pytest.mark.parametrize("name, expected", [
-    (f"ada_12345_678_{LAB}.ipynb", (LAB, 0, "ada", "")),
-    (f"ada_LATE_12345_678_{LAB}-1.ipynb", (LAB, 1, "ada", "LATE")),
-    (f"ben_1_2_Copy of {LAB}.ipynb", (LAB, 0, "ben", "")),
-    ("cy_3_4_00_warmup.ipynb", (LAB, 0, "cy", "")),
-    ("dee_Copy%20of%2000-warmup%20(2).ipynb", (LAB, 2, "dee", "")),
-    (f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb", (LAB, 0, "eve", "2024-03-01 15:04:05")),
-    (f"ada_{LAB}-final.ipynb", None),
-    (f"ada_{LAB}.py", None),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        (f"ada_12345_678_{LAB}.ipynb", (LAB, 0, "ada", "")),
+        (f"ada_LATE_12345_678_{LAB}-1.ipynb", (LAB, 1, "ada", "LATE")),
+        (f"ben_1_2_Copy of {LAB}.ipynb", (LAB, 0, "ben", "")),
+        ("cy_3_4_00_warmup.ipynb", (LAB, 0, "cy", "")),
+        ("dee_Copy%20of%2000-warmup%20(2).ipynb", (LAB, 2, "dee", "")),
+        (f"Lab 0_eve_attempt_2024-03-01-15-04-05_{LAB}.ipynb", (LAB, 0, "eve", "2024-03-01 15:04:05")),
+        (f"ada_{LAB}-final.ipynb", None),
+        (f"ada_{LAB}.py", None),
+    ],
+)
 def test_lms_names(name: str, expected: tuple | None) -> None:
     """Which lab, resubmission number, student and late flag does each LMS file name give?"""
     info = parse_name(name, [LAB, "02-self-attention"])
@@ -71,16 +76,19 @@ def test_lms_zip_with_odd_names_and_strays(tmp_path: Path) -> None:
     """Does a zip with a resubmission suffix, a Colab "Copy of", underscores for dashes and an
     LMS LATE tag give four submissions, each stray file listed with its reason?"""
     root = make_course(tmp_path / "course")
-    archive = _zip(tmp_path / "class.zip", {
-        f"ada_LATE_12345_678_{LAB}-1.ipynb": "ada",
-        f"week0/ben_1_2_Copy of {LAB}.ipynb": "ben",
-        "cy_3_4_00_warmup.ipynb": "cy",
-        f"Dee Ng_99_assignsubmission_file_/{LAB}.ipynb": "dee",  # Moodle: the student in the folder
-        "readme.txt": "not a notebook",
-        "eve_5_6_99-unknown-lab.ipynb": "{}",
-        f"{LAB}.ipynb": "nobody's",
-        f"__MACOSX/._ada_{LAB}.ipynb": "resource fork",
-    })
+    archive = _zip(
+        tmp_path / "class.zip",
+        {
+            f"ada_LATE_12345_678_{LAB}-1.ipynb": "ada",
+            f"week0/ben_1_2_Copy of {LAB}.ipynb": "ben",
+            "cy_3_4_00_warmup.ipynb": "cy",
+            f"Dee Ng_99_assignsubmission_file_/{LAB}.ipynb": "dee",  # Moodle: the student in the folder
+            "readme.txt": "not a notebook",
+            "eve_5_6_99-unknown-lab.ipynb": "{}",
+            f"{LAB}.ipynb": "nobody's",
+            f"__MACOSX/._ada_{LAB}.ipynb": "resource fork",
+        },
+    )
     collected = collect(root, archive, [LAB])
     assert collected.pairs == [("Dee Ng", LAB), ("ada", LAB), ("ben", LAB), ("cy", LAB)]
     assert [_graded(root, s) for s in ("ada", "ben", "cy", "Dee Ng")] == ["ada", "ben", "cy", "dee"]
@@ -113,11 +121,14 @@ def test_zip_archive_is_closed(tmp_path: Path, monkeypatch) -> None:
 def test_latest_resubmission_wins(tmp_path: Path) -> None:
     """With -1 and -2 (and the original) from one student, is -2 graded and the others listed?"""
     root = make_course(tmp_path / "course")
-    archive = _zip(tmp_path / "class.zip", {
-        f"ada_1_2_{LAB}-2.ipynb": "second resubmission",
-        f"ada_1_2_{LAB}-1.ipynb": "first resubmission",
-        f"ada_1_2_{LAB}.ipynb": "original",
-    })
+    archive = _zip(
+        tmp_path / "class.zip",
+        {
+            f"ada_1_2_{LAB}-2.ipynb": "second resubmission",
+            f"ada_1_2_{LAB}-1.ipynb": "first resubmission",
+            f"ada_1_2_{LAB}.ipynb": "original",
+        },
+    )
     collected = collect(root, archive, [LAB])
     assert collected.pairs == [("ada", LAB)] and _graded(root, "ada") == "second resubmission"
     assert sorted(_reasons(collected)) == [f"ada_1_2_{LAB}-1.ipynb", f"ada_1_2_{LAB}.ipynb"]
@@ -164,8 +175,10 @@ def test_symbolic_links_are_listed_not_followed(tmp_path: Path) -> None:
     (tmp_path / "inbox" / "ben" / f"{LAB}.ipynb").symlink_to(secret)
     collected = collect(root, tmp_path / "inbox", [LAB])
     assert collected.pairs == [("ada", LAB)]
-    assert _reasons(collected) == {f"ada/{LAB}/data.txt": "a symbolic link, not followed",
-                                   f"ben/{LAB}.ipynb": "a symbolic link, not followed"}
+    assert _reasons(collected) == {
+        f"ada/{LAB}/data.txt": "a symbolic link, not followed",
+        f"ben/{LAB}.ipynb": "a symbolic link, not followed",
+    }
     assert not any("secret" in p.read_text() for p in (root / "submitted").rglob("*") if p.is_file())
 
 
@@ -217,31 +230,42 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     superseded resubmission, a zip bomb, a member with a bad CRC, a link and a member whose
     name climbs out of the folder in the summary, the rest graded?"""
     root = make_course(tmp_path / "course")
-    archive = _zip(tmp_path / "class.zip", {
-        f"ada_LATE_12345_678_{LAB}-1.ipynb": nbformat.writes(answered()),
-        f"ada_12345_678_{LAB}.ipynb": nbformat.writes(released()),
-        f"ben_1_2_Copy of {LAB}.ipynb": nbformat.writes(answered("relu")),
-        "cy_3_4_00_warmup.ipynb": nbformat.writes(released()),
-        "readme.txt": "not a notebook",
-        unicodedata.normalize("NFD", f"김민수_5_6_{LAB}.ipynb"): nbformat.writes(answered()),
-        f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered("relu")),
-        f"Ada Lovelace_8_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "{}",
-        f"Bob Smith_9_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered()),
-        f"dee_1_2_2020-01-01-00-00-00_{LAB}.ipynb": "{}",  # a time in the student's own file name
-        f"../../eve_1_2_{LAB}.ipynb": "{}",
-    })
+    archive = _zip(
+        tmp_path / "class.zip",
+        {
+            f"ada_LATE_12345_678_{LAB}-1.ipynb": nbformat.writes(answered()),
+            f"ada_12345_678_{LAB}.ipynb": nbformat.writes(released()),
+            f"ben_1_2_Copy of {LAB}.ipynb": nbformat.writes(answered("relu")),
+            "cy_3_4_00_warmup.ipynb": nbformat.writes(released()),
+            "readme.txt": "not a notebook",
+            unicodedata.normalize("NFD", f"김민수_5_6_{LAB}.ipynb"): nbformat.writes(answered()),
+            f"Élodie Durand_7_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered("relu")),
+            f"Ada Lovelace_8_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "{}",
+            f"Bob Smith_9_assignsubmission_file_/{LAB}.ipynb": nbformat.writes(answered()),
+            f"dee_1_2_2020-01-01-00-00-00_{LAB}.ipynb": "{}",  # a time in the student's own file name
+            f"../../eve_1_2_{LAB}.ipynb": "{}",
+        },
+    )
     with zipfile.ZipFile(archive, "a") as zf:
         zf.writestr(f"bomb_1_2_{LAB}.ipynb", "0" * (20 * 2**20), zipfile.ZIP_DEFLATED)
         zf.writestr(f"crc_1_2_{LAB}.ipynb", "GOOD-BYTES", zipfile.ZIP_STORED)
         link = zipfile.ZipInfo(f"link_1_2_{LAB}.ipynb")
-        link.external_attr = (0o120777 << 16)
+        link.external_attr = 0o120777 << 16
         zf.writestr(link, str(root / "solutions" / LAB / f"{LAB}.ipynb"))
     archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
     outcomes = pipeline.grade(root, archive, pipeline.Options(jobs=2, progress=False))
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
     assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == {
-        "ada": (5.0, "LATE"), "ben": (2.0, ""), "cy": (0.0, ""), "김민수": (5.0, ""), "Élodie Durand": (2.0, ""),
-        "Ada Lovelace": (0.0, ""), "Bob Smith": (5.0, ""), "dee": (0.0, ""), "eve": (0.0, "")}
+        "ada": (5.0, "LATE"),
+        "ben": (2.0, ""),
+        "cy": (0.0, ""),
+        "김민수": (5.0, ""),
+        "Élodie Durand": (2.0, ""),
+        "Ada Lovelace": (0.0, ""),
+        "Bob Smith": (5.0, ""),
+        "dee": (0.0, ""),
+        "eve": (0.0, ""),
+    }
     text = pipeline.summary(outcomes)
     assert "  not graded: readme.txt: not a notebook" in text
     assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text
@@ -265,8 +289,12 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     # the claimed time and the exchange's secret alone travel on, checked, for nbgrader's exchange
     # to hand the feedback back
     autograded = root / "autograded" / "ada" / LAB
-    assert sorted(p.name for p in autograded.iterdir()) == [f"{LAB}.ipynb", "submission_secret.txt", "timestamp.txt",
-                                                            "verdicts.json"]
+    assert sorted(p.name for p in autograded.iterdir()) == [
+        f"{LAB}.ipynb",
+        "submission_secret.txt",
+        "timestamp.txt",
+        "verdicts.json",
+    ]
     assert (autograded / "timestamp.txt").read_text() == "2000-01-01 00:00:00.000000 UTC\n"
     assert (autograded / "submission_secret.txt").read_text() == "c2VjcmV0"
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
@@ -277,10 +305,13 @@ def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> 
     """Does a file named for another student inside Ada's folder (Moodle's zip folders, or a
     folder source) count for Ada alone, leaving Bob's own submission in place?"""
     root = make_course(tmp_path / "course")
-    archive = _zip(tmp_path / "class.zip", {
-        f"Ada Lovelace_11_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "ada's",
-        f"Bob Smith_22_assignsubmission_file_/{LAB}.ipynb": "bob's",
-    })
+    archive = _zip(
+        tmp_path / "class.zip",
+        {
+            f"Ada Lovelace_11_assignsubmission_file_/Bob Smith_{LAB}-99.ipynb": "ada's",
+            f"Bob Smith_22_assignsubmission_file_/{LAB}.ipynb": "bob's",
+        },
+    )
     assert collect(root, archive, [LAB]).pairs == [("Ada Lovelace", LAB), ("Bob Smith", LAB)]
     assert (_graded(root, "Ada Lovelace"), _graded(root, "Bob Smith")) == ("ada's", "bob's")
     inbox = tmp_path / "inbox"
@@ -292,8 +323,9 @@ def test_a_file_in_a_students_folder_counts_for_that_student(tmp_path: Path) -> 
     assert (_graded(root, "ada"), _graded(root, "ben")) == ("ada's", "ben's")
 
 
-@pytest.mark.parametrize("name", [f"cy_3_4_2020-01-01-00-00-00_{LAB}.ipynb", f"cy_3_4_LATE_{LAB}.ipynb",
-                                  f"cy_LATE_{LAB}.ipynb"])
+@pytest.mark.parametrize(
+    "name", [f"cy_3_4_2020-01-01-00-00-00_{LAB}.ipynb", f"cy_3_4_LATE_{LAB}.ipynb", f"cy_LATE_{LAB}.ipynb"]
+)
 def test_lateness_is_never_read_from_the_students_part_of_a_name(tmp_path: Path, name: str) -> None:
     """Does a time or a LATE tag in the part of a Canvas name the student chose leave `late` empty?"""
     root = make_course(tmp_path / "course")
@@ -369,8 +401,11 @@ def test_only_the_notebook_is_copied_and_every_other_file_listed(tmp_path: Path)
     assert reasons[f"ada/{LAB}/pkg/__init__.py"] == "an extra file beside the notebook: not copied, not graded"
     assert reasons[f"ben/{LAB}/{LAB}.ipynb"] == "a symbolic link, not followed"
     assert reasons[f"ben/{LAB}.ipynb"].startswith("a hard link")
-    assert not any(b"FAKE-KEY" in p.read_bytes() or b"BEGIN SOLUTION" in p.read_bytes()
-                   for p in (root / "submitted").rglob("*") if p.is_file())
+    assert not any(
+        b"FAKE-KEY" in p.read_bytes() or b"BEGIN SOLUTION" in p.read_bytes()
+        for p in (root / "submitted").rglob("*")
+        if p.is_file()
+    )
 
 
 def test_exchange_files_in_place_are_listed_and_the_timestamp_only_claimed(tmp_path: Path) -> None:
@@ -445,9 +480,11 @@ def test_other_people_are_the_login_accounts_of_others(tmp_path: Path) -> None:
     than the one grading: not system accounts, not nobody, not a shell that refuses logins?"""
     me = os.getuid()
     passwd = tmp_path / "passwd"
-    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
-                      "ann:x:1000:1000::/home/ann:/bin/bash\nbob:x:1001:1001::/home/bob:/usr/sbin/nologin\n"
-                      f"me:x:{me}:{me}::/home/me:/bin/zsh\nnobody:x:65534:65534::/:/bin/sh\nbroken line\n")
+    passwd.write_text(
+        "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
+        "ann:x:1000:1000::/home/ann:/bin/bash\nbob:x:1001:1001::/home/bob:/usr/sbin/nologin\n"
+        f"me:x:{me}:{me}::/home/me:/bin/zsh\nnobody:x:65534:65534::/:/bin/sh\nbroken line\n"
+    )
     assert other_people(passwd) == (["ann"] if me != 1000 else [])
     assert other_people(tmp_path / "missing") == []
 
@@ -466,8 +503,12 @@ def test_two_students_with_one_name_keep_two_ids(tmp_path: Path) -> None:
     collected = collect(root, _zip(tmp_path / "class.zip", members), [LAB])
     assert len(collected.pairs) == 4 and collected.not_graded == []
     who = {collected.originals.get(s, s): _graded(root, s) for s, _ in collected.pairs}
-    assert who == {"John Smith (Moodle 201)": "john 201", "John Smith (Moodle 202)": "john 202",
-                   "smithjohn (Canvas 501)": "smith 501", "smithjohn (Canvas 502)": "smith 502"}
+    assert who == {
+        "John Smith (Moodle 201)": "john 201",
+        "John Smith (Moodle 202)": "john 202",
+        "smithjohn (Canvas 501)": "smith 501",
+        "smithjohn (Canvas 502)": "smith 502",
+    }
     ids = {collected.originals[s]: s for s, _ in collected.pairs}
     again = collect(root, _zip(tmp_path / "again.zip", dict(reversed(members.items()))), [LAB])
     assert {again.originals[s]: s for s, _ in again.pairs} == ids
@@ -479,13 +520,22 @@ def test_an_earlier_row_is_kept_by_the_one_student_of_that_name(tmp_path: Path) 
     name keeps it, and a namesake who joins later gets an id of their own?"""
     root = make_course(tmp_path / "course")
     (root / "submitted" / "John Smith" / LAB).mkdir(parents=True)  # an earlier version's collection
-    first = collect(root, _zip(tmp_path / "a.zip", {f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201"}),
-                    [LAB])
+    first = collect(
+        root, _zip(tmp_path / "a.zip", {f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201"}), [LAB]
+    )
     assert first.pairs == [("John Smith", LAB)]
     assert recorded_originals(root) == {"John Smith": "John Smith (Moodle 201)"}
-    second = collect(root, _zip(tmp_path / "b.zip", {
-        f"John Smith_202_assignsubmission_file_/{LAB}.ipynb": "202",
-        f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201 again"}), [LAB])
+    second = collect(
+        root,
+        _zip(
+            tmp_path / "b.zip",
+            {
+                f"John Smith_202_assignsubmission_file_/{LAB}.ipynb": "202",
+                f"John Smith_201_assignsubmission_file_/{LAB}.ipynb": "201 again",
+            },
+        ),
+        [LAB],
+    )
     other = next(s for s, _ in second.pairs if s != "John Smith")
     assert _graded(root, "John Smith") == "201 again" and _graded(root, other) == "202"
 
@@ -495,9 +545,17 @@ def test_a_name_shaped_like_a_mapped_id_never_takes_that_id(tmp_path: Path) -> N
     get an id of their own, from a zip and from folders in place, with nothing overwritten?"""
     root = make_course(tmp_path / "course")
     ann = safe_id("Ann O'Neil")
-    collected = collect(root, _zip(tmp_path / "class.zip", {
-        f"Ann O'Neil_301_assignsubmission_file_/{LAB}.ipynb": "ann",
-        f"{ann}_302_assignsubmission_file_/{LAB}.ipynb": "blank"}), [LAB])
+    collected = collect(
+        root,
+        _zip(
+            tmp_path / "class.zip",
+            {
+                f"Ann O'Neil_301_assignsubmission_file_/{LAB}.ipynb": "ann",
+                f"{ann}_302_assignsubmission_file_/{LAB}.ipynb": "blank",
+            },
+        ),
+        [LAB],
+    )
     assert len(collected.pairs) == 2 and collected.not_graded == []
     assert sorted(_graded(root, s) for s, _ in collected.pairs) == ["ann", "blank"]
     assert safe_id(ann) != ann

@@ -34,9 +34,31 @@ def test_decomposed_names_give_the_composed_id(name: str) -> None:
     assert nfd(name) != name and safe_id(nfd(name)) == name
 
 
-@pytest.mark.parametrize("name", ["[Z]ed", "a*b", "who?", "a/b", "names\nnewline", "tab\there", "cr\rhere",
-                                  ".hidden", "-rf", "=1+1", "+1", " lead", "trail ", "x" * 200, "", "..",
-                                  "a\u202eb", "semi;colon", "quote\"d", nfd("[김]민수")])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "[Z]ed",
+        "a*b",
+        "who?",
+        "a/b",
+        "names\nnewline",
+        "tab\there",
+        "cr\rhere",
+        ".hidden",
+        "-rf",
+        "=1+1",
+        "+1",
+        " lead",
+        "trail ",
+        "x" * 200,
+        "",
+        "..",
+        "a\u202eb",
+        "semi;colon",
+        'quote"d',
+        nfd("[김]민수"),
+    ],
+)
 def test_unsafe_names_are_mapped_to_safe_distinct_ids(name: str) -> None:
     """Is every other name mapped (not refused) to a safe id that no other name gets?"""
     student = safe_id(name)
@@ -60,8 +82,19 @@ def test_printable_puts_every_name_on_one_line() -> None:
     assert "\n" not in printable("x\n  ada / 00-warmup: forged")
 
 
-@pytest.mark.parametrize("cell, shown", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
-                                         ("\t=1", "'\t=1"), ("\r=1", "'\r=1"), ("ada", "ada"), ("1=1", "1=1")])
+@pytest.mark.parametrize(
+    "cell, shown",
+    [
+        ("=1+1", "'=1+1"),
+        ("+1", "'+1"),
+        ("-1", "'-1"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("ada", "ada"),
+        ("1=1", "1=1"),
+    ],
+)
 def test_csv_cells_that_start_a_formula_are_neutralised(cell: str, shown: str) -> None:
     """Does a cell starting with = + - @, tab or CR get a quote in front, and no other cell?"""
     assert csv_cell(cell) == shown
@@ -85,9 +118,10 @@ def test_summary_lines_cannot_be_forged() -> None:
     """Does a file name or note with a newline stay on its own line of the summary, and is a
     mapped id shown with the name it came from?"""
     mapped = safe_id("x\ny")
-    outcomes = [pipeline.Outcome(mapped, "00-warmup", 0, 5, original_id="x\ny"),
-                pipeline.Outcome("", "", graded=False, file="ada/evil\n  ben / 00-warmup: forged",
-                                 notes=["not a notebook"])]
+    outcomes = [
+        pipeline.Outcome(mapped, "00-warmup", 0, 5, original_id="x\ny"),
+        pipeline.Outcome("", "", graded=False, file="ada/evil\n  ben / 00-warmup: forged", notes=["not a notebook"]),
+    ]
     text = pipeline.summary(outcomes)
     assert not any(line.startswith("  ben /") for line in text.splitlines())
     assert f'  {mapped}: the student id made from the name "x\\ny"' in text

@@ -69,12 +69,16 @@ def test_the_instructors_notebook_handed_in_is_named_once(tmp_path: Path) -> Non
 def test_cells_that_patch_checks_are_named(tmp_path: Path) -> None:
     """Is a student cell that rebinds or patches a check function noted, and a cell that only
     calls one not?"""
-    for source, flagged in [("check_relu = lambda f: None", True),
-                            ("import autograder.checks as c\nc.check_relu = print", True),
-                            ("setattr(autograder.checks, 'check_relu', print)", True),
-                            ("autograder.checks.ch00_warmup.check_relu = print", True),
-                            ("check_relu(relu)", False), ("ok = check_relu == 3", False),
-                            ("check_sum = x.sum()", False), ("self.check_every = 10", False)]:
+    for source, flagged in [
+        ("check_relu = lambda f: None", True),
+        ("import autograder.checks as c\nc.check_relu = print", True),
+        ("setattr(autograder.checks, 'check_relu', print)", True),
+        ("autograder.checks.ch00_warmup.check_relu = print", True),
+        ("check_relu(relu)", False),
+        ("ok = check_relu == 3", False),
+        ("check_sum = x.sum()", False),
+        ("self.check_every = 10", False),
+    ]:
         path = submit(tmp_path, "ada", with_cell(answered(), "relu", source))
         notes = inspect_submission(path.parent, LAB, RELEASE).notes
         assert any("patches a check function" in n for n in notes) == flagged, source

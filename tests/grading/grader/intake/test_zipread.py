@@ -39,8 +39,7 @@ def test_the_member_and_archive_caps_hold(tmp_path: Path, monkeypatch) -> None:
     """Is a member past the per-member cap refused, and are members refused once the archive's
     budget is spent?"""
     monkeypatch.setattr(zipread, "MEMBER_BYTES", 1000)
-    archive = _archive(tmp_path / "a.zip", {"big": b"x" * 1001, "a": b"y" * 900, "b": b"z" * 900},
-                       zipfile.ZIP_STORED)
+    archive = _archive(tmp_path / "a.zip", {"big": b"x" * 1001, "a": b"y" * 900, "b": b"z" * 900}, zipfile.ZIP_STORED)
     assert "more than" in _extract(archive, "big", tmp_path / "out")
     budget = zipread.Budget(1500)
     assert _extract(archive, "a", tmp_path / "a", budget) is None

@@ -24,12 +24,16 @@ for seed in (1, 2, 3):
 
 # "Cell In[4]" frames as IPython colours them, and one frame in a file of the grader
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[39m"
-HIDDEN_FRAME = (f"Cell In[4], line 5\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
-                f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n{GREEN}----> 5{RESET}     check_relu(relu, seed=seed)\n"
-                f"{GREEN}      6{RESET} ### END HIDDEN TESTS\n")
-VISIBLE_FRAME = (f"Cell In[4], line 2\n{GREEN}      1{RESET} from autograder.checks import check_relu\n"
-                 f"{GREEN}----> 2{RESET} check_relu(relu)\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
-                 f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n")
+HIDDEN_FRAME = (
+    f"Cell In[4], line 5\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
+    f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n{GREEN}----> 5{RESET}     check_relu(relu, seed=seed)\n"
+    f"{GREEN}      6{RESET} ### END HIDDEN TESTS\n"
+)
+VISIBLE_FRAME = (
+    f"Cell In[4], line 2\n{GREEN}      1{RESET} from autograder.checks import check_relu\n"
+    f"{GREEN}----> 2{RESET} check_relu(relu)\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
+    f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n"
+)
 FILE_FRAME = "File /opt/course/autograder/checks/core.py:54, in check.<locals>.wrapper(*args)\n     54 raise\n"
 MESSAGE = f"{RED}CheckFailed{RESET}: check_relu failed.\n  checked:  relu(x) (seed 1)"
 
@@ -37,8 +41,14 @@ MESSAGE = f"{RED}CheckFailed{RESET}: check_relu failed.\n  checked:  relu(x) (se
 def _notebook(*frames: str) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(TEST_CELL, execution_count=4)
     cell.metadata["nbgrader"] = {"grade": True, "grade_id": "test_relu", "points": 3, "solution": False}
-    cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="check_relu failed.",
-                                           traceback=["-" * 20, "CheckFailed   Traceback", *frames, MESSAGE])]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "error",
+            ename="CheckFailed",
+            evalue="check_relu failed.",
+            traceback=["-" * 20, "CheckFailed   Traceback", *frames, MESSAGE],
+        )
+    ]
     return nbformat.v4.new_notebook(cells=[cell])
 
 
@@ -103,11 +113,15 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     submit(tmp_path / "inbox", "mixed", mixed)
     outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
     # the hard-coded answer is told apart from an honest failure, and its import of the checks flagged
-    hard_coded = ["test cell test_relu: the visible check passed but the hidden tests failed (hard-coded outputs?)",
-                  "relu: the answer imports `autograder.checks.core`: flagged for a look, not scored 0"]
-    assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [("hc", 3, 5, hard_coded),
-                                                                              ("helper", 3, 5, []),
-                                                                              ("mixed", 0, 5, [])]
+    hard_coded = [
+        "test cell test_relu: the visible check passed but the hidden tests failed (hard-coded outputs?)",
+        "relu: the answer imports `autograder.checks.core`: flagged for a look, not scored 0",
+    ]
+    assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [
+        ("hc", 3, 5, hard_coded),
+        ("helper", 3, 5, []),
+        ("mixed", 0, 5, []),
+    ]
     _verdicts_recorded(course)
     page = (course / "feedback" / "hc" / LAB / f"{LAB}.html").read_text()
     text = _text(page)
@@ -115,15 +129,25 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     assert "check_relu failed." in text and "found:" in text and "expected:" not in text
     assert "Failed: the grader ran this test again" in text
     assert "JSONDecodeError" in text
-    for secret in ("BEGIN HIDDEN TESTS", "for seed in (1, 2, 3)", "seed=seed", str(course), str(REPO),
-                   "site-packages", "json/decoder.py"):
+    for secret in (
+        "BEGIN HIDDEN TESTS",
+        "for seed in (1, 2, 3)",
+        "seed=seed",
+        str(course),
+        str(REPO),
+        "site-packages",
+        "json/decoder.py",
+    ):
         assert secret not in text and secret not in page, secret
     autograded = nbformat.read(str(course / "autograded" / "hc" / LAB / f"{LAB}.ipynb"), as_version=4)
     assert "BEGIN HIDDEN TESTS" in autograded.cells[index_of(autograded, "test_relu")].source  # instructors keep them
     # the student's own frames, raised in the independent check's child, with their lines
     helper = _text((course / "feedback" / "helper" / LAB / f"{LAB}.html").read_text())
-    count = nbformat.read(str(course / "autograded" / "helper" / LAB / f"{LAB}.ipynb"),
-                          as_version=4).cells[index_of(frames, "relu")].execution_count
+    count = (
+        nbformat.read(str(course / "autograded" / "helper" / LAB / f"{LAB}.ipynb"), as_version=4)
+        .cells[index_of(frames, "relu")]
+        .execution_count
+    )
     assert f"Cell In[{count}], line 5, in relu" in helper and "return _helper(x)" in helper, helper
     assert f"Cell In[{count}], line 2, in _helper" in helper and "x.no_such_method()" in helper
     assert "AttributeError" in helper
@@ -136,21 +160,29 @@ def _verdicts_recorded(course: Path) -> None:
 
     from autograder.grading.grader.run.nbconfig import load_config
 
-    found = {student: read_verdicts(course / "autograded" / student / LAB / "verdicts.json")
-             for student in ("hc", "helper", "mixed")}
-    rows = {student: [(e.exercise, e.answer_cells, e.status, e.points, e.max_points, e.mistake)
-                      for e in v.exercises] for student, v in found.items()}
+    found = {
+        student: read_verdicts(course / "autograded" / student / LAB / "verdicts.json")
+        for student in ("hc", "helper", "mixed")
+    }
+    rows = {
+        student: [(e.exercise, e.answer_cells, e.status, e.points, e.max_points, e.mistake) for e in v.exercises]
+        for student, v in found.items()
+    }
     right_mse = ("test_mean_squared_error", ["mean_squared_error"], "passed", 3.0, 3.0, None)
     assert rows == {
         "hc": [("test_relu", ["relu"], "failed", 0.0, 2.0, "unnamed"), right_mse],
         "helper": [("test_relu", ["relu"], "failed", 0.0, 2.0, "unnamed"), right_mse],
-        "mixed": [("test_relu", ["relu"], "blank", 0.0, 2.0, None),
-                  ("test_mean_squared_error", ["mean_squared_error"], "failed", 0.0, 3.0,
-                   "mean-squared-error/summed")]}
+        "mixed": [
+            ("test_relu", ["relu"], "blank", 0.0, 2.0, None),
+            ("test_mean_squared_error", ["mean_squared_error"], "failed", 0.0, 3.0, "mean-squared-error/summed"),
+        ],
+    }
     mixed = found["mixed"]
     assert (mixed.student, mixed.original_id, mixed.lab) == ("mixed", None, LAB)
-    assert mixed.answers == {"relu": released().cells[index_of(released(), "relu")].source,
-                             "mean_squared_error": SUMMED_MSE}
+    assert mixed.answers == {
+        "relu": released().cells[index_of(released(), "relu")].source,
+        "mean_squared_error": SUMMED_MSE,
+    }
     assert "likely mistake: summed the squared errors" in mixed.exercises[1].message
     hidden = found["hc"].exercises[0].message  # a hidden test failed: no expected value, as in the feedback
     assert "check_relu failed." in hidden and "found:" in hidden and "expected:" not in hidden

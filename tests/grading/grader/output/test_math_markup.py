@@ -76,12 +76,20 @@ def test_tex_it_cannot_convert_is_shown_as_written() -> None:
     assert "$\\frac{1}{$" in html and "before" in html and "after" in html and html.count("<math") == 1, html
 
 
-@pytest.mark.parametrize("markdown", ["$<script>alert(1)</script>$", "$\\href{javascript:alert(1)}{x}$",
-                                      "$x$<img src=x onerror=alert(1)>", "$$\\style{color:red}{x}$$",
-                                      "$\\text{<img src=x onerror=alert(1)>}$", "$\\unicode{<script>}$",
-                                      "$x$ <math><mi href=\"javascript:alert(1)\">y</mi>"
-                                      "<annotation-xml encoding=\"text/html\"><script>alert(1)</script>"
-                                      "</annotation-xml></math>"])
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "$<script>alert(1)</script>$",
+        "$\\href{javascript:alert(1)}{x}$",
+        "$x$<img src=x onerror=alert(1)>",
+        "$$\\style{color:red}{x}$$",
+        "$\\text{<img src=x onerror=alert(1)>}$",
+        "$\\unicode{<script>}$",
+        '$x$ <math><mi href="javascript:alert(1)">y</mi>'
+        '<annotation-xml encoding="text/html"><script>alert(1)</script>'
+        "</annotation-xml></math>",
+    ],
+)
 def test_a_students_tex_makes_nothing_but_math(markdown: str) -> None:
     """Does a hostile student's math, converted and cleaned, keep no script, handler,
     ``javascript:`` URL, style or HTML inside MathML?"""
@@ -106,16 +114,16 @@ def test_every_formula_of_the_labs_converts_to_the_allowed_mathml() -> None:
     assert formulas > 50
     extra = {"mroot", "munderover"}  # what a student's roots and limits add to the labs' formulas
     assert set(tags) | extra == math_markup.MATH_TAGS
-    assert {t: a for t, a in tags.items() if a} == {t: a for t, a in math_markup.MATH_ATTRIBUTES.items()
-                                                     if t in tags}
+    assert {t: a for t, a in tags.items() if a} == {t: a for t, a in math_markup.MATH_ATTRIBUTES.items() if t in tags}
 
 
 def _feedback_page(**settings: object) -> str:
     """The page nbgrader's feedback template makes of a markdown cell, as ``generate_feedback``
     makes it: the course's config, and nbgrader's own settings where the config has none."""
     bootstrap = Path(handlers.__file__).parent / "static" / "node_modules" / "bootstrap" / "dist" / "css"
-    exporter = HTMLExporter(config=load_config(REPO, {}), template_name="feedback",
-                            extra_template_paths=[str(bootstrap)], **settings)
+    exporter = HTMLExporter(
+        config=load_config(REPO, {}), template_name="feedback", extra_template_paths=[str(bootstrap)], **settings
+    )
     resources = {"nbgrader": {"notebook": "lab", "score": 0, "max_score": 5, "late_penalty": 0}}
     return exporter.from_notebook_node(new_notebook(cells=[new_markdown_cell("$a^2$")]), resources=resources)[0]
 

@@ -39,16 +39,25 @@ def hostile_notebook() -> nbformat.NotebookNode:
     """Markdown, a raw cell and outputs that would each run script in a page rendered naively."""
     code = nbformat.v4.new_code_cell("display(...)", execution_count=3)
     code.outputs = [
-        nbformat.v4.new_output("display_data", data={
-            "text/html": "<table><tr><td onmouseover=\"window.ran='td'\">1</td></tr></table>"
-                         "<script>window.ran='html-script'</script><img src=x onerror=\"window.ran='img'\">",
-            "text/plain": "<table>"}),
-        nbformat.v4.new_output("display_data", data={"application/javascript": "window.ran='js'",
-                                                     "text/plain": "<IPython.core.display.Javascript>"}),
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/html": "<table><tr><td onmouseover=\"window.ran='td'\">1</td></tr></table>"
+                "<script>window.ran='html-script'</script><img src=x onerror=\"window.ran='img'\">",
+                "text/plain": "<table>",
+            },
+        ),
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/javascript": "window.ran='js'", "text/plain": "<IPython.core.display.Javascript>"},
+        ),
         nbformat.v4.new_output("display_data", data={"text/markdown": "[x](javascript:window.ran='md-output')"}),
-        nbformat.v4.new_output("display_data", data={"image/png": PNG},
-                               metadata={"image/png": {"width": "1 onerror=window.ran='width'", "height": 20}}),
-        nbformat.v4.new_output("display_data", data={"image/png": '" onerror="window.ran=\'base64\''}),
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": PNG},
+            metadata={"image/png": {"width": "1 onerror=window.ran='width'", "height": 20}},
+        ),
+        nbformat.v4.new_output("display_data", data={"image/png": "\" onerror=\"window.ran='base64'"}),
         nbformat.v4.new_output("display_data", data={"image/svg+xml": "<svg onload=\"window.ran='svg-output'\"/>"}),
     ]
     raw = nbformat.v4.new_raw_cell("<script>window.ran='raw'</script><b>raw</b>", metadata={"format": "text/html"})
@@ -84,12 +93,27 @@ def _render(template: str, nb: nbformat.NotebookNode) -> str:
     """The page nbgrader's ``template`` makes of ``nb``, with the course's own configuration."""
     config = load_config(REPO, {})
     bootstrap = Path(handlers.__file__).parent / "static" / "node_modules" / "bootstrap" / "dist" / "css"
-    exporter = HTMLExporter(config=config, template_name=template, extra_template_basedirs=[handlers.template_path],
-                            extra_template_paths=[str(bootstrap)])
-    resources = {"nbgrader": {"notebook": "lab", "score": 0, "max_score": 5, "late_penalty": 0},
-                 "notebook_id": "lab", "submission_id": "s", "assignment_id": "a", "index": 0, "total": 1,
-                 "student": "st", "last_name": "", "first_name": "", "notebook_path": "p", "base_url": "",
-                 "mathjax_url": "", "keyboard_manager": ""}
+    exporter = HTMLExporter(
+        config=config,
+        template_name=template,
+        extra_template_basedirs=[handlers.template_path],
+        extra_template_paths=[str(bootstrap)],
+    )
+    resources = {
+        "nbgrader": {"notebook": "lab", "score": 0, "max_score": 5, "late_penalty": 0},
+        "notebook_id": "lab",
+        "submission_id": "s",
+        "assignment_id": "a",
+        "index": 0,
+        "total": 1,
+        "student": "st",
+        "last_name": "",
+        "first_name": "",
+        "notebook_path": "p",
+        "base_url": "",
+        "mathjax_url": "",
+        "keyboard_manager": "",
+    }
     return exporter.from_notebook_node(nb, resources=resources)[0]
 
 
@@ -98,8 +122,8 @@ def test_the_course_config_cleans_feedback_and_formgrader_pages(template: str) -
     """Rendered with nbgrader_config.py by nbgrader's feedback and formgrade templates, does the
     page hold no script, handler or javascript: URL of the submission, and still its text?"""
     page = _render(template, hostile_notebook())
-    page = page[page.index("<body"):]  # the page's own head (styles, MathJax) is not the submission's
-    assert not re.search(r"window\.ran", page), page[max(0, page.find("window.ran") - 300):][:600]
+    page = page[page.index("<body") :]  # the page's own head (styles, MathJax) is not the submission's
+    assert not re.search(r"window\.ran", page), page[max(0, page.find("window.ran") - 300) :][:600]
     assert not re.search(r"javascript:", page, re.IGNORECASE)
     assert "click me" in page and "a quote with" in page and "<b>raw</b>" in page
 

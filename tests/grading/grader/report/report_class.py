@@ -31,25 +31,66 @@ LAB = "02-self-attention"
 VARIANTS = REPO / "tests" / "checks" / "test_ch02_self_attention.py"
 
 # The shared answer: softmax_by_moving_axis, renamed, reformatted, commented.
-SHARED = (Path(__file__).parent / "shared_softmax.py.txt")
+SHARED = Path(__file__).parent / "shared_softmax.py.txt"
 STUB_BODY = "    raise NotImplementedError()"
 
 # exercise -> (answer cell, check, points, [(variant, students)]); "reference", "blank", "shared" are special
 PLAN: dict[str, tuple[str, object, float, list[tuple[str, int]]]] = {
-    "test_softmax": ("softmax", checks.check_softmax, 2.0, [
-        ("reference", 1), ("softmax_logsumexp", 1), ("softmax_no_shift", 3), ("softmax_no_sum", 4),
-        ("shared", 2), ("blank", 3)]),
-    "test_single_query_attention": ("single_query_attention", checks.check_single_query_attention, 2.0, [
-        ("reference", 2), ("single_einsum", 1), ("single_no_scale", 3), ("single_over_dh", 1),
-        ("single_returns_weights", 2), ("blank", 5)]),
-    "test_scaled_dot_product_attention": ("scaled_dot_product_attention",
-                                          checks.check_scaled_dot_product_attention, 4.0, [
-        ("reference", 1), ("sdpa_einsum", 1), ("sdpa_additive_mask_float64", 1), ("sdpa_no_scale", 2),
-        ("sdpa_over_dh", 1), ("sdpa_over_queries", 3), ("sdpa_mask_after", 1), ("sdpa_inverted_mask", 2),
-        ("sdpa_swapped", 1), ("blank", 1)]),
-    "test_self_attention": ("self_attention", checks.check_self_attention, 2.0, [
-        ("reference", 1), ("self_attention_own", 1), ("self_attention_qk_swapped", 2),
-        ("self_attention_unprojected_values", 3), ("blank", 7)]),
+    "test_softmax": (
+        "softmax",
+        checks.check_softmax,
+        2.0,
+        [
+            ("reference", 1),
+            ("softmax_logsumexp", 1),
+            ("softmax_no_shift", 3),
+            ("softmax_no_sum", 4),
+            ("shared", 2),
+            ("blank", 3),
+        ],
+    ),
+    "test_single_query_attention": (
+        "single_query_attention",
+        checks.check_single_query_attention,
+        2.0,
+        [
+            ("reference", 2),
+            ("single_einsum", 1),
+            ("single_no_scale", 3),
+            ("single_over_dh", 1),
+            ("single_returns_weights", 2),
+            ("blank", 5),
+        ],
+    ),
+    "test_scaled_dot_product_attention": (
+        "scaled_dot_product_attention",
+        checks.check_scaled_dot_product_attention,
+        4.0,
+        [
+            ("reference", 1),
+            ("sdpa_einsum", 1),
+            ("sdpa_additive_mask_float64", 1),
+            ("sdpa_no_scale", 2),
+            ("sdpa_over_dh", 1),
+            ("sdpa_over_queries", 3),
+            ("sdpa_mask_after", 1),
+            ("sdpa_inverted_mask", 2),
+            ("sdpa_swapped", 1),
+            ("blank", 1),
+        ],
+    ),
+    "test_self_attention": (
+        "self_attention",
+        checks.check_self_attention,
+        2.0,
+        [
+            ("reference", 1),
+            ("self_attention_own", 1),
+            ("self_attention_qk_swapped", 2),
+            ("self_attention_unprojected_values", 3),
+            ("blank", 7),
+        ],
+    ),
 }
 STUDENTS = 14  # every plan above plants exactly this many answers
 
@@ -78,15 +119,16 @@ def _variants_module():
 def body(source: str) -> str:
     """The body of the first function in ``source``, indented by four spaces."""
     node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
-    lines = source.splitlines()[node.body[0].lineno - 1:node.end_lineno]
+    lines = source.splitlines()[node.body[0].lineno - 1 : node.end_lineno]
     return textwrap.indent(textwrap.dedent("\n".join(lines)), "    ")
 
 
 def stubs() -> dict[str, str]:
     """The released answer cells of the lab: grade id -> source."""
     nb = nbformat.read(REPO / "notebooks" / LAB / f"{LAB}.ipynb", as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def answer(stub: str, cell: str, variant: str, module, copy: bool = False) -> str:
@@ -119,8 +161,17 @@ def build(root: Path) -> Planted:
     module, released = _variants_module(), stubs()
     students = [f"s{n:02d}" for n in range(STUDENTS)]
     planted = Planted(students)
-    sheets: dict[str, dict] = {s: {"schema": "autograder.verdicts/1", "student": s, "original_id": None, "lab": LAB,
-                                   "exercises": [], "answers": {}} for s in students}
+    sheets: dict[str, dict] = {
+        s: {
+            "schema": "autograder.verdicts/1",
+            "student": s,
+            "original_id": None,
+            "lab": LAB,
+            "exercises": [],
+            "answers": {},
+        }
+        for s in students
+    }
     results: dict[tuple[str, str], tuple[str, str | None, str]] = {}
     for offset, (exercise, (cell, check, points, plan)) in enumerate(PLAN.items()):
         assigned = [v for v, n in plan for _ in range(n)]
@@ -139,9 +190,17 @@ def build(root: Path) -> Planted:
                     results[key] = run_check(check, source, cell, module, f"planted/{variant}")
                 status, mistake, message = results[key]
             got = points if status == "passed" else 0.0
-            sheets[student]["exercises"].append({"exercise": exercise, "answer_cells": [cell], "status": status,
-                                                 "points": got, "max_points": points, "mistake": mistake,
-                                                 "message": message})
+            sheets[student]["exercises"].append(
+                {
+                    "exercise": exercise,
+                    "answer_cells": [cell],
+                    "status": status,
+                    "points": got,
+                    "max_points": points,
+                    "mistake": mistake,
+                    "message": message,
+                }
+            )
             sheets[student]["answers"][cell] = source
             planted.status[(exercise, status)] += 1
             planted.sources[(exercise, student)] = variant

@@ -27,8 +27,9 @@ CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("test_ch*.py"
 def test_the_shared_pair_is_flagged(reported):
     """Is the answer that two students share, renamed and reformatted, flagged on its exercise?"""
     first, second = reported.planted.shared
-    assert [(p.exercise, p.first, p.second) for p in reported.pairs if p.exercise == "test_softmax"] == \
-        [("test_softmax", first, second)]
+    assert [(p.exercise, p.first, p.second) for p in reported.pairs if p.exercise == "test_softmax"] == [
+        ("test_softmax", first, second)
+    ]
 
 
 def test_only_shared_or_identical_answers_are_flagged(reported):
@@ -44,8 +45,30 @@ def test_renaming_and_reformatting_change_nothing():
     stub = ["def f(x, dim=-1):", '    """Doc."""']
     a = 'def f(x, dim=-1):\n    """Doc."""\n    y = x.exp()  # why\n    return y / y.sum(dim, keepdim=True)\n'
     b = 'def f(x, dim=-1):\n    """Doc."""\n    e = x.exp()\n\n    return e / e.sum(dim,\n  keepdim=True)\n'
-    assert similar.normalise(a, stub) == ["N", "=", "N", ".", "exp", "(", ")", ";", "return", "N", "/", "N", ".",
-                                          "sum", "(", "N", ",", "N", "=", "True", ")", ";"]
+    assert similar.normalise(a, stub) == [
+        "N",
+        "=",
+        "N",
+        ".",
+        "exp",
+        "(",
+        ")",
+        ";",
+        "return",
+        "N",
+        "/",
+        "N",
+        ".",
+        "sum",
+        "(",
+        "N",
+        ",",
+        "N",
+        "=",
+        "True",
+        ")",
+        ";",
+    ]
     assert similar.normalise(b, stub) == similar.normalise(a, stub)
 
 
@@ -56,8 +79,9 @@ def test_short_answers_are_not_compared():
     assert similar.similar_pairs("e", {"a": short, "b": short}) == []
     long = "\n".join(f"y{i} = x.sum({i}) * w.mean({i})" for i in range(4))
     assert len(similar.normalise(long)) >= similar.MIN_TOKENS
-    assert [(p.first, p.second) for p in similar.similar_pairs("e", {"a": long, "b": long.replace("y", "z")})] == \
-        [("a", "b")]
+    assert [(p.first, p.second) for p in similar.similar_pairs("e", {"a": long, "b": long.replace("y", "z")})] == [
+        ("a", "b")
+    ]
 
 
 PASSES = re.compile(r"accept|right_answers|pass")  # the tests that hold right answers ...
@@ -69,8 +93,11 @@ def _valid_variants(path: Path) -> list[str]:
     that a test of right answers names (in its body or its parametrize), and the reference's own."""
     text = path.read_text()
     tree = ast.parse(text)
-    defined = {n.name: ast.get_source_segment(text, n) for n in tree.body
-               if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("test_")}
+    defined = {
+        n.name: ast.get_source_segment(text, n)
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("test_")
+    }
     sources = []
     for test in tree.body:
         if not (isinstance(test, ast.FunctionDef) and PASSES.search(test.name) and not NOT_PASSES.search(test.name)):
@@ -78,8 +105,12 @@ def _valid_variants(path: Path) -> list[str]:
         for node in itertools.chain.from_iterable(ast.walk(n) for n in [test, *test.decorator_list]):
             if isinstance(node, ast.Name) and node.id in defined:
                 sources.append(defined[node.id])
-            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "reference"
-                  and inspect.isfunction(getattr(reference, node.attr, None))):
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "reference"
+                and inspect.isfunction(getattr(reference, node.attr, None))
+            ):
                 sources.append(inspect.getsource(getattr(reference, node.attr)))
     return [s for s in dict.fromkeys(sources) if s]
 
@@ -110,10 +141,20 @@ def test_an_answer_python_cannot_read_is_still_compared():
 
 def test_fingerprints_are_the_same_in_every_process():
     """Does a rerun in another process (another seed of Python's str hash) give the same fingerprints?"""
-    code = ("from autograder.grading.grader.report import alike as similar; "
-            f"print(sorted(similar.fingerprints(similar.normalise(open({str(report_class.SHARED)!r}).read()))))")
-    runs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
-                           capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    code = (
+        "from autograder.grading.grader.report import alike as similar; "
+        f"print(sorted(similar.fingerprints(similar.normalise(open({str(report_class.SHARED)!r}).read()))))"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(runs) == 1 and len(runs.pop()) > 20
 
 
@@ -123,21 +164,43 @@ def _one_line_class(root: Path, moved_by_last: bool) -> None:
     that its own verdicts give test_softmax both cells (what grading records of that notebook)."""
     shutil.copytree(report_class.REPO / "notebooks" / LAB, root / "notebooks" / LAB)
     stubs = report_class.stubs()
-    bodies = {"softmax": "    return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)",
-              "single_query_attention": "    return softmax(K @ q / q.shape[0] ** 0.5) @ V"}
-    own = {"softmax": "    e = x.exp()\n    return e / e.sum(dim, keepdim=True)",
-           "single_query_attention": "    return softmax(q @ K.T / len(q) ** 0.5, -1) @ V"}
+    bodies = {
+        "softmax": "    return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)",
+        "single_query_attention": "    return softmax(K @ q / q.shape[0] ** 0.5) @ V",
+    }
+    own = {
+        "softmax": "    e = x.exp()\n    return e / e.sum(dim, keepdim=True)",
+        "single_query_attention": "    return softmax(q @ K.T / len(q) ** 0.5, -1) @ V",
+    }
     for student, chosen in (("s00", bodies), ("s01", bodies), ("s02", own)):
         cells = {"test_softmax": ["softmax"], "test_single_query_attention": ["single_query_attention"]}
         if moved_by_last and student == "s02":
             cells = {"test_softmax": ["single_query_attention", "softmax"], "test_single_query_attention": []}
         folder = root / "autograded" / student / LAB
         folder.mkdir(parents=True)
-        (folder / "verdicts.json").write_text(json.dumps({
-            "schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": LAB,
-            "exercises": [{"exercise": e, "answer_cells": c, "status": "passed", "points": 2.0, "max_points": 2.0,
-                           "mistake": None, "message": ""} for e, c in cells.items()],
-            "answers": {c: stubs[c].replace(report_class.STUB_BODY, b) for c, b in chosen.items()}}))
+        (folder / "verdicts.json").write_text(
+            json.dumps(
+                {
+                    "schema": "autograder.verdicts/1",
+                    "student": student,
+                    "original_id": None,
+                    "lab": LAB,
+                    "exercises": [
+                        {
+                            "exercise": e,
+                            "answer_cells": c,
+                            "status": "passed",
+                            "points": 2.0,
+                            "max_points": 2.0,
+                            "mistake": None,
+                            "message": "",
+                        }
+                        for e, c in cells.items()
+                    ],
+                    "answers": {c: stubs[c].replace(report_class.STUB_BODY, b) for c, b in chosen.items()},
+                }
+            )
+        )
 
 
 def test_the_exercises_come_from_the_release_not_a_submission(tmp_path):
@@ -153,22 +216,31 @@ def test_the_exercises_come_from_the_release_not_a_submission(tmp_path):
     assert results[True] == results[False] == []
     # the map the moved notebook records joins both cells: long enough to be compared, and alike
     moved = ("single_query_attention", "softmax")
-    answers = {s: "\n".join(json.loads((tmp_path / "True" / "autograded" / s / LAB / "verdicts.json").read_text())
-                            ["answers"][c] for c in moved) for s in ("s00", "s01")}
+    answers = {
+        s: "\n".join(
+            json.loads((tmp_path / "True" / "autograded" / s / LAB / "verdicts.json").read_text())["answers"][c]
+            for c in moved
+        )
+        for s in ("s00", "s01")
+    }
     stub = [line for c in moved for line in report_class.stubs()[c].splitlines()]
     assert [(p.first, p.second) for p in similar.similar_pairs("test_softmax", answers, stub)] == [("s00", "s01")]
 
 
 # Small variations of people typing the reference softmax on their own (old, new), each student 1 or 2 of them.
-TYPED = [("x.amax(dim=dim, keepdim=True)", "x.amax(dim, keepdim=True)"),
-         ("torch.where(torch.isfinite(top), top, torch.zeros_like(top))",
-          "torch.where(top.isfinite(), top, torch.zeros_like(top))"),
-         ("torch.exp(x - top)", "(x - top).exp()"),
-         ("e.sum(dim=dim, keepdim=True)", "torch.sum(e, dim=dim, keepdim=True)"),
-         ("total.clamp_min(torch.finfo(x.dtype).tiny)", "total.clamp(min=torch.finfo(x.dtype).tiny)"),
-         ("return e / total", "out = e / total\n    return out"),
-         ("torch.zeros_like(top)", "torch.zeros_like(x).amax(dim=dim, keepdim=True)"),
-         ("e = torch.exp", "e = 1.0 * torch.exp")]
+TYPED = [
+    ("x.amax(dim=dim, keepdim=True)", "x.amax(dim, keepdim=True)"),
+    (
+        "torch.where(torch.isfinite(top), top, torch.zeros_like(top))",
+        "torch.where(top.isfinite(), top, torch.zeros_like(top))",
+    ),
+    ("torch.exp(x - top)", "(x - top).exp()"),
+    ("e.sum(dim=dim, keepdim=True)", "torch.sum(e, dim=dim, keepdim=True)"),
+    ("total.clamp_min(torch.finfo(x.dtype).tiny)", "total.clamp(min=torch.finfo(x.dtype).tiny)"),
+    ("return e / total", "out = e / total\n    return out"),
+    ("torch.zeros_like(top)", "torch.zeros_like(x).amax(dim=dim, keepdim=True)"),
+    ("e = torch.exp", "e = 1.0 * torch.exp"),
+]
 
 
 def _class_of_20(root: Path) -> dict[str, str]:
@@ -179,7 +251,7 @@ def _class_of_20(root: Path) -> dict[str, str]:
         shutil.copytree(report_class.REPO / folder / LAB, root / folder / LAB)
     release = read_release(root, LAB)
     stub, solution = release.stubs["softmax"], release.solutions["softmax"]
-    body = solution[solution.index("    ### BEGIN SOLUTION"):]
+    body = solution[solution.index("    ### BEGIN SOLUTION") :]
     rng = random.Random(0)
     bodies = []
     for _ in range(15):
@@ -195,10 +267,28 @@ def _class_of_20(root: Path) -> dict[str, str]:
     for student, answer in answers.items():
         folder = root / "autograded" / student / LAB
         folder.mkdir(parents=True)
-        (folder / "verdicts.json").write_text(json.dumps({
-            "schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": LAB,
-            "exercises": [{"exercise": "test_softmax", "answer_cells": ["softmax"], "status": "passed", "points": 2.0,
-                           "max_points": 2.0, "mistake": None, "message": ""}], "answers": {"softmax": answer}}))
+        (folder / "verdicts.json").write_text(
+            json.dumps(
+                {
+                    "schema": "autograder.verdicts/1",
+                    "student": student,
+                    "original_id": None,
+                    "lab": LAB,
+                    "exercises": [
+                        {
+                            "exercise": "test_softmax",
+                            "answer_cells": ["softmax"],
+                            "status": "passed",
+                            "points": 2.0,
+                            "max_points": 2.0,
+                            "mistake": None,
+                            "message": "",
+                        }
+                    ],
+                    "answers": {"softmax": answer},
+                }
+            )
+        )
     return answers
 
 
@@ -227,8 +317,11 @@ def test_code_in_more_than_m_answers_is_dropped():
 
 def test_groups_are_connected_components():
     """Are students connected through pairs on any exercise one group, shown once, largest first?"""
-    pairs = [similar.Pair("a", "s1", "s2", 0.9), similar.Pair("b", "s2", "s3", 0.85),
-             similar.Pair("a", "s4", "s5", 1.0)]
+    pairs = [
+        similar.Pair("a", "s1", "s2", 0.9),
+        similar.Pair("b", "s2", "s3", 0.85),
+        similar.Pair("a", "s4", "s5", 1.0),
+    ]
     found = similar.groups(pairs)
     assert [(g.students, g.exercises) for g in found] == [(("s1", "s2", "s3"), ("a", "b")), (("s4", "s5"), ("a",))]
 
@@ -237,6 +330,7 @@ def test_the_example_class_holds_one_group(tmp_path):
     """Does the guide's and the benchmark's invented class, whose answers are drawn apart, hold exactly
     one group: the student who copied a classmate's answer (example.COPIED), and that classmate?"""
     from autograder.grading.grader.report import example
+
     example.example_class(tmp_path, students=40)
     _, pairs, _ = write_report(tmp_path, example.LAB)
     copied = sorted({student for key, source in example.COPIED.items() for student in (key[0], source[0])})

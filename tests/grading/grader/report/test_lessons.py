@@ -16,8 +16,11 @@ HEADING = re.compile(r"^#{1,6} +(.+?)\s*$", re.MULTILINE)
 
 def _graded_exercises(lab: str) -> list[str]:
     cells = json.loads((REPO / "notebooks" / lab / f"{lab}.ipynb").read_text())["cells"]
-    return [c["metadata"]["nbgrader"]["grade_id"] for c in cells
-            if c["metadata"].get("nbgrader", {}).get("grade") and c["cell_type"] == "code"]
+    return [
+        c["metadata"]["nbgrader"]["grade_id"]
+        for c in cells
+        if c["metadata"].get("nbgrader", {}).get("grade") and c["cell_type"] == "code"
+    ]
 
 
 def test_every_exercise_of_every_lab_has_a_lesson():

@@ -51,8 +51,9 @@ def test_report_in_chromium(browser, reported, copy):
     result = browser.execute_async_script(AXE_RUN, WCAG_TAGS, HEADING_RULES)
     assert "error" not in result, result
     assert MUST_RUN <= set(result["rules"]) and result["passes"] > 0
-    assert not result["violations"], "\n".join(f"{v['id']} ({v['impact']}): {v['help']} at {v['targets'][:3]}"
-                                               for v in result["violations"])
+    assert not result["violations"], "\n".join(
+        f"{v['id']} ({v['impact']}): {v['help']} at {v['targets'][:3]}" for v in result["violations"]
+    )
 
 
 FIRST_SCREEN = """
@@ -67,8 +68,9 @@ return {top: summary.top, bottom: summary.bottom, height: window.innerHeight, wi
 def small_screen(tmp_path_factory):
     driver = chromium.start(tmp_path_factory.mktemp("report-chromium-800"), "1280,1000", 60)
     # the page's viewport itself 1280x800 (the window's size would include the browser's own bars)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
     yield driver
     driver.quit()
 

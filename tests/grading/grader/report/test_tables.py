@@ -85,10 +85,29 @@ def test_grade_step_turns_a_failure_into_a_note(tmp_path):
     for student, text in (("good", None), ("bad", "{not json")):
         folder = tmp_path / "autograded" / student / "lab"
         folder.mkdir(parents=True)
-        (folder / "verdicts.json").write_text(text or json.dumps(
-            {"schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": "lab",
-             "exercises": [{"exercise": "test_a", "answer_cells": ["a"], "status": "passed", "points": 1,
-                            "max_points": 1, "mistake": None, "message": ""}], "answers": {"a": "x = 1"}}))
+        (folder / "verdicts.json").write_text(
+            text
+            or json.dumps(
+                {
+                    "schema": "autograder.verdicts/1",
+                    "student": student,
+                    "original_id": None,
+                    "lab": "lab",
+                    "exercises": [
+                        {
+                            "exercise": "test_a",
+                            "answer_cells": ["a"],
+                            "status": "passed",
+                            "points": 1,
+                            "max_points": 1,
+                            "mistake": None,
+                            "message": "",
+                        }
+                    ],
+                    "answers": {"a": "x = 1"},
+                }
+            )
+        )
     g = _Grading(tmp_path, ["lab", "other"])
     report(g)
     assert (tmp_path / "reports" / "lab" / "index.html").is_file()
@@ -114,6 +133,7 @@ def test_an_unknown_schema_is_refused(tmp_path):
 def test_a_rerun_writes_the_same_bytes(reported, tmp_path):
     """Does writing the report again from the same verdicts give byte-identical files?"""
     from autograder.grading.grader.report import write_report
+
     write_report(reported.root, LAB, tmp_path)
     first = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
     written = reported.root / "reports"
@@ -132,13 +152,16 @@ def test_every_mistake_the_page_names_stands_beside_its_words(reported):
         named = re.findall(r"<code>([a-z0-9-]+/[a-z0-9-]+|unnamed)</code>", text)
         assert {m.mistake for m in reported.tally.mistakes} <= set(named)
         for mistake in set(named):
-            assert text.count(f"<code>{mistake}</code>") == \
-                text.count(f"{escape(describe(mistake))} (<code>{mistake}</code>)"), (path, mistake)
+            assert text.count(f"<code>{mistake}</code>") == text.count(
+                f"{escape(describe(mistake))} (<code>{mistake}</code>)"
+            ), (path, mistake)
     rows = list(csv.DictReader((folder / "mistakes.csv").open(encoding="utf-8")))
     assert rows and all(r["words"] == describe(r["mistake"]) for r in rows)
     ranked = list(csv.DictReader((folder / "exercises.csv").open(encoding="utf-8")))
-    assert all(r["most_common_mistake_words"] == (describe(r["most_common_mistake"]) if r["most_common_mistake"]
-                                                 else "") for r in ranked)
+    assert all(
+        r["most_common_mistake_words"] == (describe(r["most_common_mistake"]) if r["most_common_mistake"] else "")
+        for r in ranked
+    )
 
 
 def test_the_page_opens_with_the_summary(reported):
@@ -148,9 +171,9 @@ def test_the_page_opens_with_the_summary(reported):
     from autograder.grading.grader.report.alike import groups
 
     text = (reported.root / "reports" / LAB / "index.html").read_text(encoding="utf-8")
-    main = text[text.index("<main>"):]
+    main = text[text.index("<main>") :]
     assert main.index('id="summary"') < main.index("<h2", main.index("</section>"))  # before any other section
-    summary = main[:main.index("</section>")]
+    summary = main[: main.index("</section>")]
     median, low, high = reported.tally.spread()
     assert f"{len(reported.planted.students)} students" in summary and f"Median score <strong>{median:g}" in summary
     assert f"the middle half scored {low:g} to {high:g}" in summary

@@ -15,8 +15,9 @@ from autograder.grading.grader.report.tally import tally
 
 def test_statuses_are_the_planted_numbers(reported):
     """Are passed / failed / blank per exercise the numbers planted, and do they cover every student?"""
-    found = Counter({(e.name, s): getattr(e, s) for e in reported.tally.exercises
-                     for s in ("passed", "failed", "blank")})
+    found = Counter(
+        {(e.name, s): getattr(e, s) for e in reported.tally.exercises for s in ("passed", "failed", "blank")}
+    )
     assert +found == reported.planted.status
     assert all(e.passed + e.failed + e.blank == len(reported.planted.students) for e in reported.tally.exercises)
 
@@ -39,8 +40,9 @@ def test_scores_and_ranking(reported):
     points = {e.name: e.max_points for e in reported.tally.exercises}
     lost = [(status[(e.name, "failed")] + status[(e.name, "blank")]) * points[e.name] for e in reported.tally.ranked()]
     assert lost == sorted(lost, reverse=True) and lost == [e.points_lost for e in reported.tally.ranked()]
-    assert [e.lost for e in reported.tally.ranked()] == \
-        [status[(e.name, "failed")] + status[(e.name, "blank")] for e in reported.tally.ranked()]
+    assert [e.lost for e in reported.tally.ranked()] == [
+        status[(e.name, "failed")] + status[(e.name, "blank")] for e in reported.tally.ranked()
+    ]
     softmax = next(e for e in reported.tally.exercises if e.name == "test_softmax")
     planted = {m: len(who) for (ex, m), who in reported.planted.mistakes.items() if ex == "test_softmax"}
     assert softmax.top_mistake() == max(planted, key=lambda m: planted[m])  # 4 with no sum, 3 with no shift
@@ -49,21 +51,49 @@ def test_scores_and_ranking(reported):
 def test_exercises_are_ranked_by_points_lost_on_their_own():
     """Does an exercise that loses points only through an earlier one (right on its own: points_alone at
     its maximum) rank below that earlier one, though more students lost points on it as written?"""
-    def sheet(student, softmax_points, attention_points, alone):
-        return Sheet(student, None, "lab", (
-            Row("test_softmax", ("softmax",), "passed" if softmax_points else "failed", softmax_points, 2.0,
-                None if softmax_points else "softmax/wrong-axis"),
-            Row("test_attention", ("attention",), "passed" if attention_points else "failed", attention_points,
-                4.0, None if attention_points else "unnamed", points_alone=alone)))
 
-    sheets = [sheet("a", 0.0, 0.0, 4.0), sheet("b", 0.0, 0.0, 4.0), sheet("c", 0.0, 4.0, None),
-              sheet("d", 2.0, 0.0, None)]  # a and b: attention right given a right softmax; d: its own mistake
+    def sheet(student, softmax_points, attention_points, alone):
+        return Sheet(
+            student,
+            None,
+            "lab",
+            (
+                Row(
+                    "test_softmax",
+                    ("softmax",),
+                    "passed" if softmax_points else "failed",
+                    softmax_points,
+                    2.0,
+                    None if softmax_points else "softmax/wrong-axis",
+                ),
+                Row(
+                    "test_attention",
+                    ("attention",),
+                    "passed" if attention_points else "failed",
+                    attention_points,
+                    4.0,
+                    None if attention_points else "unnamed",
+                    points_alone=alone,
+                ),
+            ),
+        )
+
+    sheets = [
+        sheet("a", 0.0, 0.0, 4.0),
+        sheet("b", 0.0, 0.0, 4.0),
+        sheet("c", 0.0, 4.0, None),
+        sheet("d", 2.0, 0.0, None),
+    ]  # a and b: attention right given a right softmax; d: its own mistake
     t = tally("lab", sheets)
-    assert [(e.name, e.points_lost, e.lost) for e in t.ranked()] == [("test_softmax", 6.0, 3),
-                                                                       ("test_attention", 4.0, 3)]
+    assert [(e.name, e.points_lost, e.lost) for e in t.ranked()] == [
+        ("test_softmax", 6.0, 3),
+        ("test_attention", 4.0, 3),
+    ]
     sheets[0] = sheet("a", 0.0, 0.0, None)  # not re-run: as written
-    assert [(e.name, e.points_lost) for e in tally("lab", sheets).ranked()] == [("test_attention", 8.0),
-                                                                                ("test_softmax", 6.0)]
+    assert [(e.name, e.points_lost) for e in tally("lab", sheets).ranked()] == [
+        ("test_attention", 8.0),
+        ("test_softmax", 6.0),
+    ]
 
 
 def test_csv_counts_match_the_page_numbers(reported):
@@ -71,8 +101,9 @@ def test_csv_counts_match_the_page_numbers(reported):
     folder = reported.root / "reports" / "02-self-attention"
     with_ids = list(csv.DictReader((folder / "mistakes.csv").open()))
     without = list(csv.DictReader((folder / "class" / "mistakes.csv").open()))
-    assert [(r["exercise"], r["mistake"], int(r["students"])) for r in with_ids] == \
-        [(m.exercise, m.mistake, m.count) for m in reported.tally.mistakes]
+    assert [(r["exercise"], r["mistake"], int(r["students"])) for r in with_ids] == [
+        (m.exercise, m.mistake, m.count) for m in reported.tally.mistakes
+    ]
     assert [{k: v for k, v in r.items() if k != "ids"} for r in with_ids] == without
     assert {r["ids"] for r in with_ids} == {" ".join(m.students) for m in reported.tally.mistakes}
 

@@ -27,7 +27,7 @@ needs_sandbox = pytest.mark.skipif(PROBLEM is not None, reason=f"the sandbox doe
 
 # every script first makes sure that it runs in a PID namespace of its own: an attack run
 # unconfined by mistake (as root, os.kill(-1, 9) ends every process of the machine) refuses
-TRY = f'''
+TRY = f"""
 import json, os, sys
 if os.readlink("/proc/self/ns/pid") == {os.readlink("/proc/self/ns/pid")!r}:
     sys.exit("not in a sandbox: the attack is not run")
@@ -36,23 +36,26 @@ def attempt(f, *args):
         return repr(f(*args))
     except Exception as err:
         return type(err).__name__
-'''
+"""
 
 
-def run(tmp_path: Path, code: str, limits: Limits | None = None, rw: tuple[Path, ...] = (),
-        timeout: float = 60, **popen) -> subprocess.CompletedProcess:
+def run(
+    tmp_path: Path, code: str, limits: Limits | None = None, rw: tuple[Path, ...] = (), timeout: float = 60, **popen
+) -> subprocess.CompletedProcess:
     """Run the Python ``code`` (after TRY) in the sandbox; its last line of output is JSON when it prints one
     (the launcher passes the sandbox's stdout and stderr on, capped, as its own stderr)."""
-    argv = sandbox.wrap([sys.executable, "-c", TRY + textwrap.dedent(code)], scratch=tmp_path / "scratch", rw=rw,
-                        limits=limits or Limits())
+    argv = sandbox.wrap(
+        [sys.executable, "-c", TRY + textwrap.dedent(code)],
+        scratch=tmp_path / "scratch",
+        rw=rw,
+        limits=limits or Limits(),
+    )
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **popen)
 
 
 def answer(result: subprocess.CompletedProcess):
     assert result.stderr.strip(), f"no output (exit {result.returncode})"
     return json.loads(result.stderr.strip().splitlines()[-1])
-
-
 
 
 @needs_sandbox
@@ -63,7 +66,10 @@ def test_the_repository_solutions_and_other_folders_are_invisible(tmp_path: Path
     other.mkdir()
     (other / "answers.txt").write_text("someone else's work")
     solution = next((REPO / "solutions").rglob("*.ipynb"))
-    found = answer(run(tmp_path, f'''
+    found = answer(
+        run(
+            tmp_path,
+            f"""
     print(json.dumps({{
         "solution": attempt(lambda: open({str(solution)!r}).read(10)),
         "solutions": attempt(os.listdir, {str(REPO / "solutions")!r}),
@@ -71,7 +77,9 @@ def test_the_repository_solutions_and_other_folders_are_invisible(tmp_path: Path
         "other": attempt(lambda: open({str(other / "answers.txt")!r}).read()),
         "repository": sorted(os.listdir({str(REPO)!r})),
         "package": attempt(lambda: __import__("autograder.checks").__name__),
-    }}))'''))
+    }}))""",
+        )
+    )
     for key in ("solution", "solutions", "config", "other"):
         assert found[key] == "FileNotFoundError", (key, found[key])
     assert set(found["repository"]) <= {"autograder", ".venv"}
@@ -84,7 +92,10 @@ def test_nothing_outside_scratch_can_be_written(tmp_path: Path) -> None:
     root, while its scratch folder (its working directory and home) takes files?"""
     planted = REPO / "autograder" / "checks" / "planted_by_student.py"
     site = Path(pytest.__file__).parent.parent
-    found = answer(run(tmp_path, f'''
+    found = answer(
+        run(
+            tmp_path,
+            f"""
     print(json.dumps({{
         "checks": attempt(lambda: open({str(planted)!r}, "w").write("x = 1")),
         "venv": attempt(lambda: open({str(site / "planted.pth")!r}, "w").write("x")),
@@ -92,7 +103,9 @@ def test_nothing_outside_scratch_can_be_written(tmp_path: Path) -> None:
         "root": attempt(os.mkdir, "/planted"),
         "scratch": attempt(lambda: open("notes.txt", "w").write("mine")),
         "cwd": os.getcwd(), "home": os.environ["HOME"],
-    }}))'''))
+    }}))""",
+        )
+    )
     for key in ("checks", "venv", "tmp", "root"):
         assert found[key] in ("OSError", "PermissionError", "FileNotFoundError"), (key, found[key])
     assert found["scratch"] == "4"
@@ -107,12 +120,17 @@ def test_no_network(tmp_path: Path) -> None:
     network interface but its own loopback?"""
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-        found = answer(run(tmp_path, f'''
+        found = answer(
+            run(
+                tmp_path,
+                f"""
         import socket
         print(json.dumps({{
             "local": attempt(socket.create_connection, ("127.0.0.1", {port}), 3),
             "interfaces": [name for _, name in socket.if_nameindex()],
-        }}))'''))
+        }}))""",
+            )
+        )
     assert found == {"local": "ConnectionRefusedError", "interfaces": ["lo"]}
 
 
@@ -120,14 +138,17 @@ def test_no_network(tmp_path: Path) -> None:
 def test_nothing_outlives_the_sandbox(tmp_path: Path) -> None:
     """Is a daemonised child (new session, parent gone) gone once the sandboxed command exits?"""
     token = f"{random.randrange(10**5, 10**6)}.5"
-    result = run(tmp_path, f'''
+    result = run(
+        tmp_path,
+        f'''
     import os, subprocess
     if os.fork() == 0:
         subprocess.Popen(["sleep", "{token}"], start_new_session=True, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         os._exit(0)
     os.wait()
-    print("started")''')
+    print("started")''',
+    )
     assert result.stderr.strip().splitlines()[-1:] == ["started"], result.stderr
     assert processes_with(f"sleep {token}") == []
 
@@ -136,7 +157,9 @@ def test_nothing_outlives_the_sandbox(tmp_path: Path) -> None:
 def test_a_fork_bomb_is_bounded(tmp_path: Path) -> None:
     """Does a fork bomb stop at the process limit, and does everything it started end with it?"""
     limits = Limits(processes=24)
-    result = run(tmp_path, '''
+    result = run(
+        tmp_path,
+        """
     import json, os, time
     first, start, refused = os.getpid(), time.time(), 0
     while time.time() - start < 2:
@@ -148,7 +171,10 @@ def test_a_fork_bomb_is_bounded(tmp_path: Path) -> None:
         if os.getpid() == first and time.time() - start > 1.5:
             print(json.dumps({"processes": sum(p.isdigit() for p in os.listdir("/proc")), "refused": refused}))
             break
-    ''', limits, timeout=60)
+    """,
+        limits,
+        timeout=60,
+    )
     found = answer(result)
     assert found["refused"] > 0
     assert found["processes"] <= limits.processes + 1  # + bwrap's init
@@ -158,7 +184,10 @@ def test_a_fork_bomb_is_bounded(tmp_path: Path) -> None:
 @needs_sandbox
 def test_filling_the_scratch_disk_stops_at_the_limit(tmp_path: Path) -> None:
     """Does writing stop at the largest file and at the scratch folder's size?"""
-    found = answer(run(tmp_path, '''
+    found = answer(
+        run(
+            tmp_path,
+            """
     import json, os
     def fill(name, chunks):
         written = 0
@@ -174,7 +203,10 @@ def test_filling_the_scratch_disk_stops_at_the_limit(tmp_path: Path) -> None:
     one = fill("big", 100)
     many = [fill(f"part{i}", 7) for i in range(20)]
     print(json.dumps({"one": one, "total": one[0] + sum(w for w, _ in many), "last": many[-1][1]}))
-    ''', Limits(file_mb=8, scratch_mb=32)))
+    """,
+            Limits(file_mb=8, scratch_mb=32),
+        )
+    )
     assert found["one"] == [8, errno.EFBIG]
     assert found["total"] <= 32 and found["last"] == errno.ENOSPC
 
@@ -187,7 +219,9 @@ def test_a_shared_folder_is_bounded_at_write_time(tmp_path: Path) -> None:
     shared = tmp_path / "ipc"
     shared.mkdir()
     (shared / "kernel.json").write_text('{"given": true}')
-    result = run(tmp_path, f'''
+    result = run(
+        tmp_path,
+        f'''
     import errno
     given = json.load(open("{shared}/kernel.json"))
     written = 0
@@ -200,7 +234,10 @@ def test_a_shared_folder_is_bounded_at_write_time(tmp_path: Path) -> None:
     except OSError as err:
         full = err.errno == errno.ENOSPC
     print(json.dumps({{"given": given, "full": full, "written": written}}))
-    ''', Limits(scratch_mb=8, file_mb=64), rw=(shared,))
+    ''',
+        Limits(scratch_mb=8, file_mb=64),
+        rw=(shared,),
+    )
     assert result.returncode == 0, result.stderr
     assert answer(result) == {"given": {"given": True}, "full": True, "written": answer(result)["written"]}
     assert answer(result)["written"] < 8
@@ -215,14 +252,23 @@ def test_the_grader_reaches_a_socket_bound_in_the_shared_folder(tmp_path: Path) 
 
     shared = tmp_path / "ipc"
     shared.mkdir()
-    argv = sandbox.wrap([sys.executable, "-c", textwrap.dedent(f'''
+    argv = sandbox.wrap(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f'''
         import socket
         server = socket.socket(socket.AF_UNIX)
         server.bind("{shared}/sock")
         server.listen(1)
         connection, _ = server.accept()
         connection.sendall(b"from the sandbox")
-        ''')], scratch=tmp_path / "scratch", rw=(shared,), limits=Limits())
+        '''),
+        ],
+        scratch=tmp_path / "scratch",
+        rw=(shared,),
+        limits=Limits(),
+    )
     process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(200):
@@ -243,12 +289,26 @@ def test_the_instructors_environment_and_home_are_invisible(tmp_path: Path, monk
     monkeypatch.setenv("INSTRUCTOR_TOKEN", "s3cr3t-token")
     home = Path.home()
     mine = sorted(p.name for p in home.iterdir() if p.name not in Path(sys.base_prefix).parts)
-    found = answer(run(tmp_path, f'''
+    found = answer(
+        run(
+            tmp_path,
+            f"""
     print(json.dumps({{"environ": dict(os.environ), "init": attempt(lambda: open("/proc/1/environ").read()),
-                       "home": attempt(os.listdir, {str(home)!r})}}))'''))
+                       "home": attempt(os.listdir, {str(home)!r})}}))""",
+        )
+    )
     assert "s3cr3t-token" not in json.dumps(found)
-    assert set(found["environ"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                     "MPLBACKEND", "PWD", "LC_CTYPE"}
+    assert set(found["environ"]) <= {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "MPLBACKEND",
+        "PWD",
+        "LC_CTYPE",
+    }
     assert not any(name in found["home"] for name in mine), found["home"]
 
 
@@ -264,11 +324,14 @@ def test_signals_do_not_reach_the_grader(tmp_path: Path) -> None:
     """Do os.kill(os.getppid(), 9) and os.kill(-1, 9) leave the grader and its other processes alive?"""
     bystander = subprocess.Popen(["sleep", "60"])
     try:
-        result = run(tmp_path, '''
+        result = run(
+            tmp_path,
+            """
         import time
         tried = [attempt(os.kill, os.getppid(), 9), attempt(os.kill, -1, 9)]
         time.sleep(0.5)
-        print(json.dumps(tried))''')
+        print(json.dumps(tried))""",
+        )
         assert result.returncode in (0, 128 + 9), result.stderr  # 9: its own kill(-1) may reach it
         assert bystander.poll() is None
     finally:
@@ -281,8 +344,9 @@ def test_passed_descriptors_stay_open(tmp_path: Path) -> None:
     """Can the sandboxed command write to a pipe the caller passes (pass_fds), and does the caller
     see the end of it when the command exits?"""
     read, write = os.pipe()
-    argv = sandbox.wrap([sys.executable, "-c", f"import os; os.write({write}, b'hello')"],
-                        scratch=tmp_path / "scratch", limits=Limits())
+    argv = sandbox.wrap(
+        [sys.executable, "-c", f"import os; os.write({write}, b'hello')"], scratch=tmp_path / "scratch", limits=Limits()
+    )
     with subprocess.Popen(argv, pass_fds=[write]) as proc:
         os.close(write)
         with os.fdopen(read, "rb") as pipe:
@@ -294,9 +358,17 @@ def test_without_the_sandbox_limits_and_environment_still_apply(tmp_path: Path, 
     """With enabled=False (--no-sandbox) does the command still get the limits, a clean
     environment and the scratch folder as its home and working directory?"""
     monkeypatch.setenv("INSTRUCTOR_TOKEN", "s3cr3t-token")
-    argv = sandbox.wrap([sys.executable, "-c", "import json, os, resource; print(json.dumps("
-                         "[resource.getrlimit(resource.RLIMIT_AS)[0], os.getcwd(), dict(os.environ)]))"],
-                        scratch=tmp_path / "scratch", limits=Limits(memory_mb=1024), enabled=False)
+    argv = sandbox.wrap(
+        [
+            sys.executable,
+            "-c",
+            "import json, os, resource; print(json.dumps("
+            "[resource.getrlimit(resource.RLIMIT_AS)[0], os.getcwd(), dict(os.environ)]))",
+        ],
+        scratch=tmp_path / "scratch",
+        limits=Limits(memory_mb=1024),
+        enabled=False,
+    )
     memory, cwd, environ = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     assert memory == 1024 * 2**20
     assert cwd == environ["HOME"] == str(tmp_path / "scratch")
@@ -313,12 +385,18 @@ def _fake_bwrap(folder: Path, message: str) -> Path:
 
 def test_the_probe_names_the_apparmor_fixes(tmp_path: Path, monkeypatch) -> None:
     """When bwrap cannot set up its namespaces, does the probe quote it and name the fixes?"""
-    monkeypatch.setenv("PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: setting up uid map: Permission denied')}"
-                               f":{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: setting up uid map: Permission denied')}:{os.environ['PATH']}"
+    )
     message = sandbox.probe()
     assert message is not None
-    for phrase in ("setting up uid map: Permission denied", "bwrap-userns-restrict",
-                   "kernel.apparmor_restrict_unprivileged_userns=0", "container", "--no-sandbox"):
+    for phrase in (
+        "setting up uid map: Permission denied",
+        "bwrap-userns-restrict",
+        "kernel.apparmor_restrict_unprivileged_userns=0",
+        "container",
+        "--no-sandbox",
+    ):
         assert phrase in message, phrase
 
 
@@ -334,8 +412,9 @@ def test_grading_refuses_without_a_sandbox(course: Path, tmp_path: Path, monkeyp
     before it touches the course?"""
     from autograder import cli
 
-    monkeypatch.setenv("PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: loopback: Failed RTM_NEWADDR')}"
-                               f":{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "PATH", f"{_fake_bwrap(tmp_path / 'bin', 'bwrap: loopback: Failed RTM_NEWADDR')}:{os.environ['PATH']}"
+    )
     submit(tmp_path / "inbox", "ada", answered())
     assert cli.main(["--course", str(course), "grade", str(tmp_path / "inbox"), "--no-progress"]) == 2
     err = capsys.readouterr().err
@@ -348,8 +427,10 @@ def test_grading_refuses_without_a_sandbox(course: Path, tmp_path: Path, monkeyp
 def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path, tmp_path: Path) -> None:
     """Does a notebook run in its scratch folder, blind to the course, with full marks; and does
     --no-sandbox grade the same but say so on every line?"""
-    peek = ("import os\nprint('CWD', os.getcwd())\n"
-            "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))")
+    peek = (
+        "import os\nprint('CWD', os.getcwd())\n"
+        "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))"
+    )
     submit(tmp_path / "inbox", "ada", with_cell(answered(), None, peek))
     (outcome,) = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
     assert (outcome.score, outcome.max_score) == (5, 5)
@@ -368,7 +449,7 @@ def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path
 def test_what_the_sandbox_prints_is_capped_and_no_descriptor_of_the_caller_is_inherited(tmp_path: Path) -> None:
     """Does a command that writes 20 MiB on stderr pass on at most OUTPUT_CAP bytes (and a note),
     and does it get /dev/null and a pipe of the launcher's instead of the caller's stdio?"""
-    code = ('''
+    code = """
     import stat
     def mine(fd):  # not the folder listdir opened
         link = f"/proc/self/fd/{fd}"
@@ -377,12 +458,17 @@ def test_what_the_sandbox_prints_is_capped_and_no_descriptor_of_the_caller_is_in
     print(json.dumps([sorted(kinds), stat.S_ISCHR(kinds[0]), stat.S_ISFIFO(kinds[1]), stat.S_ISFIFO(kinds[2])]),
           flush=True)
     for _ in range(20):
-        os.write(2, b"E" * 2**20)''')
+        os.write(2, b"E" * 2**20)"""
     # the caller's stdout and stderr are files (as a worker's stderr was): the command must not get them
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        result = subprocess.run(sandbox.wrap([sys.executable, "-c", TRY + textwrap.dedent(code)],
-                                             scratch=tmp_path / "scratch", limits=Limits()),
-                                stdout=out, stderr=err, timeout=60)
+        result = subprocess.run(
+            sandbox.wrap(
+                [sys.executable, "-c", TRY + textwrap.dedent(code)], scratch=tmp_path / "scratch", limits=Limits()
+            ),
+            stdout=out,
+            stderr=err,
+            timeout=60,
+        )
     said = (tmp_path / "err").read_bytes()
     assert result.returncode == 0, said[-2000:]
     assert (tmp_path / "out").read_bytes() == b""  # its stdout is read by the launcher too
@@ -391,11 +477,11 @@ def test_what_the_sandbox_prints_is_capped_and_no_descriptor_of_the_caller_is_in
     assert (fds, null_in, pipe_out, pipe_err) == ([0, 1, 2], True, True, True)
 
 
-PLANTED_INIT = '''
+PLANTED_INIT = """
 import os
 open({marker!r}, "a").write(os.getcwd() + "\\n")
 raise SystemExit("the planted package ran")
-'''
+"""
 
 
 def _planted(folder: Path, marker: Path) -> Path:
@@ -431,8 +517,12 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
         worker.close()
     assert "planted" not in str(answer) and not marker.exists(), answer
     # the launcher, started there, runs its command
-    launched = subprocess.run(sandbox.wrap(["true"], scratch=tmp_path / "scratch", limits=Limits()),
-                              capture_output=True, text=True, timeout=60)
+    launched = subprocess.run(
+        sandbox.wrap(["true"], scratch=tmp_path / "scratch", limits=Limits()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert launched.returncode == 0 and not marker.exists(), launched.stderr
     # a kernel started by jupyter_client in the notebook's folder, through our kernelspec
     config = kernelspec.install(tmp_path / "jupyter", Limits(memory_mb=2048), tmp_path / "k")
@@ -443,14 +533,24 @@ def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeyp
     settings = Config()
     settings.KernelManager.transport = "ipc"
     settings.KernelManager.connection_file = config["KernelManager.connection_file"]
-    NotebookClient(nb, kernel_name=config["Execute.kernel_name"], config=settings, timeout=60,
-                   resources={"metadata": {"path": str(planted)}}).execute()
+    NotebookClient(
+        nb,
+        kernel_name=config["Execute.kernel_name"],
+        config=settings,
+        timeout=60,
+        resources={"metadata": {"path": str(planted)}},
+    ).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == str(Path(sandbox.__file__).parents[3] / "__init__.py")
     assert not marker.exists()
     # the independent check's child, in and out of the sandbox
     source = REPO / "solutions" / LAB / f"{LAB}.ipynb"
-    verdicts = recheck.recheck(source, source, wrap=lambda argv: sandbox.wrap(
-        argv, scratch=tmp_path / "child", limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"}))
+    verdicts = recheck.recheck(
+        source,
+        source,
+        wrap=lambda argv: sandbox.wrap(
+            argv, scratch=tmp_path / "child", limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"}
+        ),
+    )
     assert all(v.passed for v in verdicts.values()), verdicts
     assert not marker.exists()
 
@@ -464,6 +564,5 @@ def test_the_probe_works_from_a_linked_virtual_environment(tmp_path: Path) -> No
     linked.symlink_to(Path(sys.prefix).resolve())
     python = linked / "bin" / Path(sys.executable).name
     code = "from autograder.grading.grader.run import bwrap; print(repr(bwrap.probe()))"
-    result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path)
+    result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.stdout.strip() == "None", result.stdout + result.stderr

@@ -47,8 +47,11 @@ def test_every_labs_solutions_pass_and_its_stubs_fail(lab: str) -> None:
 def test_patching_torch_in_the_submission_fools_nothing(tmp_path: Path) -> None:
     """Does a relu that is wrong fail, with the mistake named, although the submission made
     torch's comparisons always agree?"""
-    nb = with_cell(_answer("def relu(x):\n    return x"), "relu",
-                   "import torch\ntorch.allclose = torch.equal = lambda *a, **k: True")
+    nb = with_cell(
+        _answer("def relu(x):\n    return x"),
+        "relu",
+        "import torch\ntorch.allclose = torch.equal = lambda *a, **k: True",
+    )
     verdicts = _verdicts(tmp_path, nb)
     assert verdicts["test_mean_squared_error"].passed
     assert not verdicts["test_relu"].passed
@@ -57,8 +60,10 @@ def test_patching_torch_in_the_submission_fools_nothing(tmp_path: Path) -> None:
 
 def test_a_fake_checks_module_in_the_submission_fools_nothing(tmp_path: Path) -> None:
     """Does an `autograder.checks` served from sys.meta_path in the submission change nothing here?"""
-    fake = ("import sys, types\nfake = types.ModuleType('autograder.checks')\n"
-            "fake.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['autograder.checks'] = fake")
+    fake = (
+        "import sys, types\nfake = types.ModuleType('autograder.checks')\n"
+        "fake.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['autograder.checks'] = fake"
+    )
     verdicts = _verdicts(tmp_path, with_cell(released(), "relu", fake))
     assert not any(v.passed for v in verdicts.values())
 
@@ -87,9 +92,11 @@ def test_an_answer_that_kills_its_process_fails_and_nothing_crashes(tmp_path: Pa
 
 def test_garbage_on_the_reply_pipe_is_a_failure(tmp_path: Path) -> None:
     """Does an answer that writes its own bytes on every open descriptor fail, not crash the grader?"""
-    source = ("import os\ndef relu(x):\n    for fd in range(3, 20):\n        try:\n"
-              "            os.write(fd, b'\\x00\\x00\\x00\\x05hello')\n        except OSError:\n            pass\n"
-              "    return x.clamp(min=0)")
+    source = (
+        "import os\ndef relu(x):\n    for fd in range(3, 20):\n        try:\n"
+        "            os.write(fd, b'\\x00\\x00\\x00\\x05hello')\n        except OSError:\n            pass\n"
+        "    return x.clamp(min=0)"
+    )
     verdicts = _verdicts(tmp_path, _answer(source), call_timeout=5)
     assert not verdicts["test_relu"].passed
 
@@ -110,8 +117,10 @@ def test_a_missing_answer_is_a_name_error(tmp_path: Path) -> None:
 
 def test_candidate_names_are_the_checked_names() -> None:
     """Are the names handed to check_* calls found, once each, and nothing else?"""
-    code = ("from autograder.checks import check_a\ncheck_a(softmax)\nx = other(1)\n"
-            "for seed in (1, 2):\n    check_a(softmax, seed=seed)\ncheck_b(Model, 3)")
+    code = (
+        "from autograder.checks import check_a\ncheck_a(softmax)\nx = other(1)\n"
+        "for seed in (1, 2):\n    check_a(softmax, seed=seed)\ncheck_b(Model, 3)"
+    )
     assert recheck.candidate_names(code) == ["softmax", "Model"]
 
 
@@ -119,6 +128,7 @@ def test_a_child_that_dies_before_its_first_reply_is_a_grader_error(tmp_path: Pa
     """When the child cannot even start (here: its package cannot be imported, as when the
     sandbox mounts another autograder than the one it finds), is that a GraderError showing the
     child's stderr, rather than a failed exercise blamed on the student?"""
+
     def broken(argv: list[str]) -> list[str]:
         return [argv[0], "-c", "import sys; sys.stderr.write('ModuleNotFoundError: BROKEN-0451'); sys.exit(1)"]
 

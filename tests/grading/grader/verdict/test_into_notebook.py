@@ -27,8 +27,10 @@ from tests.grading.helpers import LAB, REPO, answered, index_of
 SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"
 TEST = lab_cells.test_cells(SOURCE)["test_relu"]
 ANSWER = "import torch\n\ndef _helper(x):\n    return x.no_such_method()\n\ndef relu(x):\n    return _helper(x)\n"
-MESSAGE = "check_relu failed.\n  checked:  relu(x) (seed 2)\n  expected: tensor([0.0000, 1.2345,\n" \
-          "           2.0000])\n  found:    tensor([-1.0, 1.2, 2.0])\n  likely mistake: negatives kept"
+MESSAGE = (
+    "check_relu failed.\n  checked:  relu(x) (seed 2)\n  expected: tensor([0.0000, 1.2345,\n"
+    "           2.0000])\n  found:    tensor([-1.0, 1.2, 2.0])\n  likely mistake: negatives kept"
+)
 
 
 @pytest.fixture
@@ -87,8 +89,13 @@ def test_a_hidden_failure_shows_the_message_without_expected_and_the_students_fr
     error = CheckFailed(MESSAGE)
     error.remote_frames = [(2, 7, "relu"), (2, 4, "_helper")]  # type: ignore[attr-defined]
     hidden_line = TEST.split("\n").index("for seed in (1, 2, 3):") + 2
-    (output,) = verdicts.outputs(Verdict(False, f"CheckFailed: {MESSAGE}", _raised_at(hidden_line, error)),
-                                 "test_relu", TEST, _cells(), failed_in_notebook=False)
+    (output,) = verdicts.outputs(
+        Verdict(False, f"CheckFailed: {MESSAGE}", _raised_at(hidden_line, error)),
+        "test_relu",
+        TEST,
+        _cells(),
+        failed_in_notebook=False,
+    )
     text = "\n".join(output.traceback)
     assert output.ename == "CheckFailed" and "expected" not in text and "1.2345" not in text
     assert "checked:  relu(x) (seed 2)" in text and "likely mistake: negatives kept" in text
@@ -100,8 +107,9 @@ def test_a_hidden_failure_shows_the_message_without_expected_and_the_students_fr
 def test_a_visible_failure_keeps_expected_and_a_forged_pass_says_so() -> None:
     """A failure of the visible test keeps its expected: line; where the notebook's cell
     passed, is the disagreement said?"""
-    (output,) = verdicts.outputs(Verdict(False, "", _raised_at(2, CheckFailed(MESSAGE))), "test_relu", TEST, _cells(),
-                                 failed_in_notebook=False)
+    (output,) = verdicts.outputs(
+        Verdict(False, "", _raised_at(2, CheckFailed(MESSAGE))), "test_relu", TEST, _cells(), failed_in_notebook=False
+    )
     assert "expected: tensor([0.0000, 1.2345," in output.evalue
     assert "checked again outside it" in output.traceback[0]
 
@@ -116,8 +124,11 @@ def test_annotate_replaces_what_the_kernel_printed_in_test_cells(tmp_path: Path)
             cell.outputs = [printed]
     path = tmp_path / "autograded.ipynb"
     nbformat.write(nb, str(path))
-    verdicts.annotate(path, lab_cells.test_cells(SOURCE), {"test_relu": Verdict(True),
-                                                 "test_mean_squared_error": Verdict(False, "TimeoutError: too long")})
+    verdicts.annotate(
+        path,
+        lab_cells.test_cells(SOURCE),
+        {"test_relu": Verdict(True), "test_mean_squared_error": Verdict(False, "TimeoutError: too long")},
+    )
     after = nbformat.read(str(path), as_version=4)
     relu, mse = after.cells[index_of(after, "test_relu")], after.cells[index_of(after, "test_mean_squared_error")]
     assert [o.text for o in relu.outputs] == [verdicts.PASSED + "\n"]
@@ -135,15 +146,22 @@ def test_a_blank_exercise_says_blank_in_words(tmp_path: Path) -> None:
     path = tmp_path / "autograded.ipynb"
     nbformat.write(nb, str(path))
     stub_error = NotImplementedError("relu is not answered yet: replace `raise NotImplementedError()` ...")
-    verdicts.annotate(path, lab_cells.test_cells(SOURCE), {
-        "test_relu": Verdict(False, f"NotImplementedError: {stub_error}", error=stub_error),
-        "test_mean_squared_error": Verdict(False, "CheckFailed: summed, not averaged")})
+    verdicts.annotate(
+        path,
+        lab_cells.test_cells(SOURCE),
+        {
+            "test_relu": Verdict(False, f"NotImplementedError: {stub_error}", error=stub_error),
+            "test_mean_squared_error": Verdict(False, "CheckFailed: summed, not averaged"),
+        },
+    )
     after = nbformat.read(str(path), as_version=4)
     relu, failed = after.cells[index_of(after, "test_relu")], after.cells[index_of(after, "test_mean_squared_error")]
     assert [(o.output_type, o.text) for o in relu.outputs] == [("stream", f"Blank (scored 0): {stub_error}\n")]
     assert str(stub_error).startswith("relu is not answered yet")
-    assert verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], False, True)[0].text \
+    assert (
+        verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], False, True)[0].text
         == f"Blank (scored 0): {verdicts.NOT_ANSWERED}\n"
+    )
     assert failed.outputs[0].output_type == "error" and failed.outputs[0].evalue == "summed, not averaged"
 
 
@@ -165,8 +183,9 @@ def test_annotate_keeps_the_kernels_own_trouble_in_its_words(tmp_path: Path) -> 
     """Where the kernel ran out of time in a test cell, does the cell keep that error's name
     (which the summary's notes read), in the grader's words, not the kernel's?"""
     nb = answered()
-    timeout = nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="printed by the kernel",
-                                     traceback=["kernel text"])
+    timeout = nbformat.v4.new_output(
+        "error", ename="CellTimeoutError", evalue="printed by the kernel", traceback=["kernel text"]
+    )
     nb.cells[index_of(nb, "test_relu")].outputs = [timeout]
     path = tmp_path / "autograded.ipynb"
     nbformat.write(nb, str(path))

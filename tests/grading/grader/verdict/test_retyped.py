@@ -16,7 +16,7 @@ from autograder.reference import bpe
 REPO = Path(__file__).resolve().parents[4]
 
 # The reference's bpe_decode (9 statements) with every name changed, no docstring, no annotations.
-RETYPED = '''
+RETYPED = """
 _TO_BYTE = bpe.unicode_to_bytes()
 
 
@@ -30,9 +30,9 @@ def decode(ids, vocab):
         plain = all(c in _TO_BYTE for c in piece)
         out += bytes(_TO_BYTE[c] for c in piece) if plain else piece.encode("utf-8")
     return out.decode("utf-8", errors="replace")
-'''
+"""
 
-OWN = '''
+OWN = """
 def decode(ids, vocab):
     to_byte = bpe.unicode_to_bytes()
     token_of = {i: token for token, i in vocab.items()}
@@ -44,7 +44,7 @@ def decode(ids, vocab):
         else:
             data += token.encode("utf-8")
     return data.decode("utf-8", errors="replace")
-'''
+"""
 
 
 def test_a_retyped_reference_function_is_flagged_with_its_name() -> None:
@@ -64,19 +64,24 @@ def test_an_answer_of_its_own_and_a_short_copy_are_not_flagged() -> None:
     function shorter than MIN_STATEMENTS (count_pairs, 5 statements)?"""
     assert similarity.flag(OWN, bpe.bpe_decode) is None
     assert similarity.cell_notes(OWN) == []
-    short = ("def count(words):\n    pairs = defaultdict(int)\n    for w, n in words.items():\n"
-             "        for p in pairwise(w):\n            pairs[p] += n\n    return dict(pairs)\n")
+    short = (
+        "def count(words):\n    pairs = defaultdict(int)\n    for w, n in words.items():\n"
+        "        for p in pairwise(w):\n            pairs[p] += n\n    return dict(pairs)\n"
+    )
     assert similarity.MIN_STATEMENTS > 5 and similarity.flag(short, bpe.count_pairs) is None
 
 
-@pytest.mark.parametrize("source, what", [
-    ("import types\nf = types.FunctionType(bpe.train_bpe.__code__, {})\n", "FunctionType"),
-    ("code = bpe.train_bpe.__code__\n", "__code__"),
-    ("def relu(x):\n    return torch.ops.aten.relu(x)\n", "torch.ops"),
-    ("from torch.utils._python_dispatch import _disable_current_modes\n", "_python_dispatch"),
-    ("import autograder.checks.sentinels as s\ns.forbidden = None\n", "autograder.checks"),
-    ("import sys\nsys.setprofile(None)\n", "profile hook"),
-])
+@pytest.mark.parametrize(
+    "source, what",
+    [
+        ("import types\nf = types.FunctionType(bpe.train_bpe.__code__, {})\n", "FunctionType"),
+        ("code = bpe.train_bpe.__code__\n", "__code__"),
+        ("def relu(x):\n    return torch.ops.aten.relu(x)\n", "torch.ops"),
+        ("from torch.utils._python_dispatch import _disable_current_modes\n", "_python_dispatch"),
+        ("import autograder.checks.sentinels as s\ns.forbidden = None\n", "autograder.checks"),
+        ("import sys\nsys.setprofile(None)\n", "profile hook"),
+    ],
+)
 def test_an_answer_touching_the_checks_machinery_is_flagged(source: str, what: str) -> None:
     """Is an answer that reads a code object, calls torch.ops, touches dispatch modes, the checks'
     package or the profile hook flagged, saying what it touched?"""
@@ -87,8 +92,12 @@ def test_an_answer_touching_the_checks_machinery_is_flagged(source: str, what: s
 def test_what_is_not_python_or_too_big_gives_no_flag() -> None:
     """Does a cell that is not Python (a magic, a syntax error, deep nesting) or too big give no flag
     and raise nothing?"""
-    for source in ("%timeit relu(x)", "def f(:\n", "x = " + "(" * 5000 + ")" * 5000,
-                   "x = 1\n" * (similarity._MAX_SOURCE // 6 + 1)):
+    for source in (
+        "%timeit relu(x)",
+        "def f(:\n",
+        "x = " + "(" * 5000 + ")" * 5000,
+        "x = 1\n" * (similarity._MAX_SOURCE // 6 + 1),
+    ):
         assert similarity.cell_notes(source) == []
         assert similarity.flag(source, bpe.bpe_decode) is None
 
@@ -104,10 +113,14 @@ def test_notes_name_the_cell_and_skip_test_cells(tmp_path: Path) -> None:
     """Do a notebook's notes name the exercise (or the cell's number) of each flagged cell, and leave
     the graded test cells alone (the course's, which import autograder.checks)?"""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(RETYPED, metadata={"nbgrader": {"grade_id": "decode", "solution": True}}),
-                nbformat.v4.new_code_cell("from autograder.checks import check_decode\ncheck_decode(decode)",
-                                          metadata={"nbgrader": {"grade_id": "test_decode", "grade": True}}),
-                nbformat.v4.new_code_cell("x = torch.ops.aten.relu(torch.ones(1))")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(RETYPED, metadata={"nbgrader": {"grade_id": "decode", "solution": True}}),
+        nbformat.v4.new_code_cell(
+            "from autograder.checks import check_decode\ncheck_decode(decode)",
+            metadata={"nbgrader": {"grade_id": "test_decode", "grade": True}},
+        ),
+        nbformat.v4.new_code_cell("x = torch.ops.aten.relu(torch.ones(1))"),
+    ]
     path = tmp_path / "lab.ipynb"
     nbformat.write(nb, str(path))
     notes = similarity.notes(path)

@@ -30,8 +30,9 @@ def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
 
 def test_exercises_are_test_cells_with_the_answer_cells_before_them() -> None:
     """Is each graded test cell paired with the solution cells since the previous one, in order?"""
-    found = [(grade_id, [c.metadata.nbgrader.grade_id for c in cells])
-             for grade_id, cells in blank.exercises(_release())]
+    found = [
+        (grade_id, [c.metadata.nbgrader.grade_id for c in cells]) for grade_id, cells in blank.exercises(_release())
+    ]
     assert found == [("test_relu", ["relu"]), ("test_mean_squared_error", ["mean_squared_error"])]
 
 
@@ -60,14 +61,19 @@ def test_statuses_points_and_mistakes() -> None:
     _cell(nb, "mean_squared_error").source = "def mean_squared_error(pred, target):\n    return (pred - target).sum()"
     verdicts = {
         "test_relu": Verdict(False, "NotImplementedError: ", exercise="test_relu", max_points=2.0),
-        "test_mean_squared_error": Verdict(False, "CheckFailed: check_mean_squared_error failed.",
-                                           exercise="test_mean_squared_error", max_points=3.0,
-                                           mistake="mean-squared-error/summed"),
+        "test_mean_squared_error": Verdict(
+            False,
+            "CheckFailed: check_mean_squared_error failed.",
+            exercise="test_mean_squared_error",
+            max_points=3.0,
+            mistake="mean-squared-error/summed",
+        ),
     }
     out = record.lab_verdicts("ada", None, "00-warmup", nb, {}, verdicts)
     assert [(e.exercise, e.status, e.mistake, e.points, e.max_points) for e in out.exercises] == [
         ("test_relu", "blank", None, 0.0, 2.0),
-        ("test_mean_squared_error", "failed", "mean-squared-error/summed", 0.0, 3.0)]
+        ("test_mean_squared_error", "failed", "mean-squared-error/summed", 0.0, 3.0),
+    ]
     assert out.answers["mean_squared_error"].endswith("(pred - target).sum()")
     assert out.answers["relu"] == _cell(nb, "relu").source
     verdicts["test_relu"] = Verdict(True, exercise="test_relu", points=2.0, max_points=2.0)
@@ -103,8 +109,9 @@ def test_record_writes_the_file_beside_the_autograded_notebook(tmp_path: Path) -
     folder.mkdir(parents=True)
     notebook = folder / "00-warmup.ipynb"
     notebook.write_bytes(RELEASE.read_bytes())
-    s = _Graded(tmp_path, notebook, verdicts={"test_relu": Verdict(True, exercise="test_relu", points=2.0,
-                                                                   max_points=2.0)})
+    s = _Graded(
+        tmp_path, notebook, verdicts={"test_relu": Verdict(True, exercise="test_relu", points=2.0, max_points=2.0)}
+    )
     assert record.record(s) is True and s.result.notes == []
     written = read_verdicts(folder / "verdicts.json")
     assert (written.student, written.original_id, written.lab) == ("ada", None, "00-warmup")
@@ -120,8 +127,9 @@ def test_record_takes_who_the_student_is_from_the_job(tmp_path: Path) -> None:
     notebook.write_bytes(RELEASE.read_bytes())
     (tmp_path / "submitted").mkdir()
     (tmp_path / "submitted" / ".intake.json").write_text('{"originals": {"ada": "Someone Else"}}', encoding="utf-8")
-    s = _Graded(tmp_path, notebook, verdicts={"test_relu": Verdict(True, exercise="test_relu", points=2.0,
-                                                                   max_points=2.0)})
+    s = _Graded(
+        tmp_path, notebook, verdicts={"test_relu": Verdict(True, exercise="test_relu", points=2.0, max_points=2.0)}
+    )
     s.job.original_id = "Ada Lovelace (Moodle 7)"
     assert record.record(s) is True and s.result.notes == []
     assert read_verdicts(folder / "verdicts.json").original_id == "Ada Lovelace (Moodle 7)"
