@@ -95,7 +95,7 @@ def check_mean_squared_error(mean_squared_error, seed: int = 0) -> None:
                     (pred - target) ** 2
                 ).sum(),
                 "did not square the differences": lambda pred=pred, target=target: (pred - target).mean(),
-                "averaged the absolute differences (that is the mean absolute error)": lambda pred=pred, target=target: (
+                "averaged the absolute differences (that is the mean absolute error)": lambda pred=pred, target=target: (  # noqa: E501
                     (pred - target).abs().mean()
                 ),
                 "took the square root (that is the root mean squared error)": lambda pred=pred, target=target: (

@@ -91,10 +91,10 @@ def check_rnn_forward(rnn_forward, seed: int = 0) -> None:
                     _loop(*args, transpose=True)[0]
                 ),
                 "the bias b is left out": lambda args=args: _loop(*args, bias=False)[0],
-                "outputs include h0 as well (L + 1 states): return h_1 .. h_L only": lambda expected_out=expected_out, h0=h0: (
+                "outputs include h0 as well (L + 1 states): return h_1 .. h_L only": lambda expected_out=expected_out, h0=h0: (  # noqa: E501
                     torch.cat([h0[:, None], expected_out], dim=1)
                 ),
-                "outputs shifted by one step: they start with h0 and miss h_L": lambda expected_out=expected_out, h0=h0: (
+                "outputs shifted by one step: they start with h0 and miss h_L": lambda expected_out=expected_out, h0=h0: (  # noqa: E501
                     torch.cat([h0[:, None], expected_out[:, :-1]], dim=1)
                 ),
                 "the outputs are not stacked along dim 1 (batch first: (B, L, H))": lambda expected_out=expected_out: (
@@ -186,10 +186,10 @@ def check_hidden_gradient_norms(hidden_gradient_norms, seed: int = 0) -> None:
                 "the tanh derivative diag(1 - h^2) is left out of the one-step Jacobian": lambda args=args: (
                     _wrong_norms("no_tanh", *args)
                 ),
-                "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))": lambda args=args: (
+                "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))": lambda args=args: (  # noqa: E501
                     _wrong_norms("w_hh", *args)
                 ),
-                "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t": lambda args=args: (
+                "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t": lambda args=args: (  # noqa: E501
                     _wrong_norms("gradient", *args)
                 ),
             },

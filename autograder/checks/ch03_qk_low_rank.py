@@ -46,7 +46,7 @@ def check_merged_qk(merged_qk, seed: int = 0) -> None:
             found,
             expected,
             mistakes={
-                "W_q.T @ W_k: a (Dh, Dh) matrix (summed over the D features), not the (D, D) form": lambda W_k=W_k, W_q=W_q: (
+                "W_q.T @ W_k: a (Dh, Dh) matrix (summed over the D features), not the (D, D) form": lambda W_k=W_k, W_q=W_q: (  # noqa: E501
                     W_q.T @ W_k
                 ),
                 "W_k @ W_q.T: queries and keys swapped, which transposes W "
@@ -88,7 +88,7 @@ def check_bilinear_scores(bilinear_scores, seed: int = 0) -> None:
                 "x @ W.T @ x.T: W transposed, so scores[i, j] became scores[j, i]": lambda W=W, scale=scale, x=x: (
                     scale * (x @ W.T @ x.T)
                 ),
-                "x.T @ W @ x instead of x @ W @ x.T (the rows of x are the positions)": lambda W=W, d=d, length=length, scale=scale, x=x: (
+                "x.T @ W @ x instead of x @ W @ x.T (the rows of x are the positions)": lambda W=W, d=d, length=length, scale=scale, x=x: (  # noqa: E501
                     scale * (x.T @ W @ x) if length == d else scale * (x.T @ x)
                 ),
             },

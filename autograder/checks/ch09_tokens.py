@@ -221,7 +221,7 @@ def _merge_mistakes(text: str, vocab_size: int, specials: Sequence[str]) -> dict
         "the smallest (left id, right id)": lambda: naive_train(words, n_merges, specials, "first"),
         "ties broken by comparing the token strings; tokenizers compares ids (a merged token's id is its rank "
         "+ 260, not its place in the alphabet)": lambda: naive_train(words, n_merges, specials, "strings"),
-        "ties broken by the larger byte string (CS336's rule); tokenizers takes the smallest (left id, right id)": lambda: (
+        "ties broken by the larger byte string (CS336's rule); tokenizers takes the smallest (left id, right id)": lambda: (  # noqa: E501
             naive_train(words, n_merges, specials, "larger bytes")
         ),
         "pairs counted across word boundaries (the text not pre-tokenized): use pre_tokenize and count inside "

@@ -75,7 +75,7 @@ def _cache_mistakes(q, k, v, ck, cv, base) -> dict:
     }
     if past:
         out |= {
-            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1": run(
+            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1": run(  # noqa: E501
                 start=0
             ),
             "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
@@ -189,7 +189,7 @@ def _check_cache_case(
         expected[2],
         **_TOL[dtype],
         mistakes={
-            "values rotated as well: RoPE rotates the queries and keys only": lambda cv=cv, v=v, past=past, new=new, base=base: (
+            "values rotated as well: RoPE rotates the queries and keys only": lambda cv=cv, v=v, past=past, new=new, base=base: (  # noqa: E501
                 torch.cat([cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)
             )
         },

@@ -202,7 +202,7 @@ def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
         "padding counted in the mean of the losses (divide by the number of non-pad targets)": lambda: (
             (per * keep).sum() / per.numel()
         ).exp(),
-        "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])": unshifted,
+        "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])": unshifted,  # noqa: E501
     }
 
 
