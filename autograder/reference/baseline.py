@@ -16,6 +16,8 @@ differences of PyTorch's module are undone here:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -42,7 +44,7 @@ class TorchTransformer(EncoderDecoder):
 
     def build_stacks(self, config: TransformerConfig) -> tuple[nn.Module, nn.Module]:
         c = config
-        layer_args = dict(
+        layer_args: dict[str, Any] = dict(
             d_model=c.d_model,
             nhead=c.num_heads,
             dim_feedforward=c.d_ff,
@@ -53,13 +55,13 @@ class TorchTransformer(EncoderDecoder):
         )
         encoder = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(**layer_args),
-            c.num_layers,  # type: ignore[arg-type]
+            c.num_layers,
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
             enable_nested_tensor=False,  # keep padded positions as they are, as ours does
         )
         decoder = nn.TransformerDecoder(
             nn.TransformerDecoderLayer(**layer_args),
-            c.num_layers,  # type: ignore[arg-type]
+            c.num_layers,
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
         )
         return encoder, decoder
