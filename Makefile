@@ -8,28 +8,34 @@ SUBMISSIONS ?= submitted
 # flags that change chapter 8's recipe (autograder/reference/recipe.py; python -m autograder train --help)
 TRAIN_ARGS ?=
 
-.PHONY: help venv book serve lint test test-fast test-gpu release lab grade train bench clean
+.PHONY: help venv book serve lint test test-fast test-gpu release lab grade demo train bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): requirements.txt pyproject.toml
+# torch first, alone: the CPU build where no NVIDIA GPU is found, else CUDA (TORCH=cpu|cuda to choose; tools/torch_build.py)
+# tools/ipython_kernel_config.py: the environment's kernels without the TCP notice each prints (make book starts one per lecture)
+$(STAMP): requirements.txt pyproject.toml tools/torch_build.py tools/ipython_kernel_config.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python tools/torch_build.py
 	$(BIN)/python -m pip install -r requirements.txt
+	mkdir -p $(VENV)/etc/ipython && cp tools/ipython_kernel_config.py $(VENV)/etc/ipython/
 	touch $(STAMP)
 
-venv: $(STAMP)  ## create .venv and install everything (done by the other targets when needed)
+venv: $(STAMP)  ## create .venv and install everything (done by the other targets when needed; TORCH=cpu|cuda picks torch's build)
 
 book: $(STAMP)  ## build the static site into _build/html (warnings are errors), with the course package's wheel
 	$(BIN)/jupyter-book build . -W -n --keep-going
-	rm -rf _build/setuptools _build/html/wheels
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir _build/html/wheels .
+	@rm -rf _build/setuptools _build/html/wheels
+	@printf '[build]\nbuild_base = _build/setuptools\n' > _build/setuptools.cfg  # the wheel is built under _build/, not build/
+	@DIST_EXTRA_CONFIG=$(CURDIR)/_build/setuptools.cfg $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir _build/html/wheels .
 
 serve:  ## serve _build/html on http://localhost:8000 for a look before publishing
 	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
-lint: $(STAMP)  ## ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade) and mypy, as pyproject.toml configures them
+lint: $(STAMP)  ## ruff format and ruff check (pyflakes, pycodestyle, isort, bugbear, pyupgrade), mypy: as pyproject.toml sets them
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
@@ -52,6 +58,9 @@ lab: $(STAMP)  ## copy the labs into workspace/ and open JupyterLab there (a cha
 
 grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS zip download); JOBS=N
 	$(BIN)/python -m autograder grade $(SUBMISSIONS) --jobs $(JOBS)
+
+demo: $(STAMP)  ## grade a small example class (four students of the warm-up lab) in demo/ and print where its results are
+	$(BIN)/python -m autograder demo
 
 train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
 	$(BIN)/python -m autograder train $(TRAIN_ARGS)

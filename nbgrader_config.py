@@ -22,8 +22,15 @@ c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
 # verdicts.json (the grader's record of each exercise, beside the autograded notebook) is never
 # copied into feedback/ by generate_feedback, which copies every other file of autograded/.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store", "verdicts.json",
-                            ".verdicts.json.*"]
+c.CourseDirectory.ignore = [
+    ".ipynb_checkpoints",
+    "*.pyc",
+    "__pycache__",
+    "feedback",
+    ".DS_Store",
+    "verdicts.json",
+    ".verdicts.json.*",
+]
 
 # Released notebooks carry no outputs; stubs raise NotImplementedError.
 c.ClearSolutions.code_stub = {"python": "raise NotImplementedError()"}
@@ -37,21 +44,21 @@ c.Execute.iopub_timeout = 10
 c.Execute.raise_on_iopub_timeout = False
 c.Execute.startup_timeout = 120
 # Megabytes of printed output are cut down before they reach the gradebook and feedback: lines
-# (LimitOutput), then bytes, 2 MiB an output and 16 MiB a notebook (autograder/grading/grader/limits.py).
+# (LimitOutput), then bytes, 2 MiB an output and 16 MiB a notebook (autograder/grading/grader/run/cap_output_bytes.py).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 100
 c.CapOutputBytes.max_output_bytes = 2 * 2**20
 c.CapOutputBytes.max_notebook_bytes = 16 * 2**20
 # The kernel runs the test cells without their hidden tests (a submission can print every cell
-# its kernel runs): the independent check runs them (autograder/grading/grader/hidden.py).
+# its kernel runs): the independent check runs them (autograder/grading/grader/run/hide_hidden_tests.py).
 c.Autograde.autograde_preprocessors = [
-    "autograder.grading.grader.hidden.HideHiddenTests",
+    "autograder.grading.grader.run.hide_hidden_tests.HideHiddenTests",
     "nbgrader.preprocessors.Execute",
-    "autograder.grading.grader.hidden.RestoreHiddenTests",
+    "autograder.grading.grader.run.restore_hidden_tests.RestoreHiddenTests",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.grading.grader.limits.CapOutputBytes",
+    "autograder.grading.grader.run.cap_output_bytes.CapOutputBytes",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -64,20 +71,26 @@ c.Grading.carry_forward = True
 # A test cell the student edited is restored, and one they deleted is added back and scored.
 c.OverwriteCells.add_missing_cells = True
 
-# --- feedback: no hidden tests, no grader's file paths (autograder/grading/grader/feedback.py) ---
+# --- feedback: no hidden tests, no grader's file paths (grader/output/clear_hidden_tests_and_paths.py) ---
 # nbgrader's feedback renders the autograded notebook, hidden tests and tracebacks included
 # (nbgrader #917): this preprocessor takes them out, keeping each check's message.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.grading.grader.feedback.ClearHiddenTestsAndPaths",
+    "autograder.grading.grader.output.clear_hidden_tests_and_paths.ClearHiddenTestsAndPaths",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.ClearHiddenTestsAndPaths.grader_paths = [c.CourseDirectory.root]
 # Every page rendered from a submission, the feedback and Formgrader's view of it (both build an
 # HTMLExporter from this file), runs nothing of it: markdown and outputs are cleaned with nh3
-# first (autograder/grading/grader/sanitize.py). HTMLExporter.sanitize_html alone would not do it:
+# first (autograder/grading/grader/output/sanitize_notebook.py). HTMLExporter.sanitize_html alone would not do it:
 # nbgrader's templates render markdown cells without it.
-c.HTMLExporter.preprocessors = ["autograder.grading.grader.sanitize.SanitizeNotebook"]
+c.HTMLExporter.preprocessors = ["autograder.grading.grader.output.sanitize_notebook.SanitizeNotebook"]
+# Their math is typeset as MathML there, on the grader's side (grader/output/math_markup.py), and the
+# feedback page loads no MathJax: our folder, first, empties nbgrader's feedback template's
+# `mathjax()` macro (which ignores HTMLExporter.mathjax_url), so the page needs no network.
+from autograder.grading.grader.output.math_markup import feedback_template_basedirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = feedback_template_basedirs()
 # --- end of feedback ---
 
 # --- Formgrader in JupyterLab (python -m autograder lab leaves it out for students) ---
@@ -90,8 +103,8 @@ _scripts = os.path.dirname(sys.executable)
 if _scripts not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join([_scripts, os.environ.get("PATH", "")])
 # Formgrader's Autograde buttons would run a submission as the instructor, outside the sandbox:
-# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/grader/formgrader.py).
-from autograder.grading.grader.formgrader import disable_autograde  # noqa: E402
+# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/grader/output/formgrader.py).
+from autograder.grading.grader.output.formgrader import disable_autograde  # noqa: E402
 
 disable_autograde()
 # Formgrader's pages load MathJax 2 from a CDN and nbgrader 0.9.6 has no setting to change that

@@ -27,4 +27,5 @@ def require(version: str, site: str | None = None) -> bool:
         print(message, file=sys.stdout)
     return message is None
 
+
 __all__ = ["__version__", "require"]

@@ -20,6 +20,7 @@ A lab is written as a list of cells and saved to ``solutions/NN-slug/NN-slug.ipy
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
@@ -30,13 +31,15 @@ from autograder import notebook_cells as nbcells
 from autograder.version import DISTRIBUTION, REPOSITORY, wheel_name
 
 ROOT = Path(__file__).resolve().parents[1]
-METADATA_KEY = "transformer_course"   # notebook metadata: {"version": ..., "site": ...}
+METADATA_KEY = "transformer_course"  # notebook metadata: {"version": ..., "site": ...}
 
 # Every lab's first cell. It checks for the course package itself (an `autograder` from PyPI is
 # another project's), installs the version the lab was released with (the wheel published with
 # the site, then the repository's tag) and says in one line when another version is installed.
-INSTALL = '''# Colab, Binder or any fresh environment: install the course package this lab was released with
-# (distribution `transformer-course`, import name `autograder`). The installed torch stays.
+# Its code is hidden where the lab is read (HIDDEN): a student sees one line, and runs it.
+INSTALL = """#@title Run this cell first: it installs the course package (Colab, Binder, a fresh environment)
+# The course package this lab was released with (distribution `transformer-course`, import name
+# `autograder`). The installed torch stays.
 COURSE_VERSION, COURSE_SITE = "{version}", "{site}"
 import importlib, importlib.metadata, importlib.util, subprocess, sys
 try:
@@ -55,7 +58,12 @@ except Exception:
     if not importlib.util.find_spec("autograder").origin.startswith(location):  # another `autograder` comes first
         sys.path.insert(0, location)
 import autograder
-autograder.require(COURSE_VERSION, COURSE_SITE)'''  # noqa: E501 - the cell's code, as students see it
+autograder.require(COURSE_VERSION, COURSE_SITE)"""  # noqa: E501 - the cell's code, as students see it
+
+
+# The install cell's source is hidden, its title shown: JupyterLab (jupyter.source_hidden), Jupyter Book
+# (the hide-input tag: a "show code" toggle) and Colab (a form cell shows its #@title line only).
+HIDDEN = {"jupyter": {"source_hidden": True}, "tags": ["hide-input"], "cellView": "form"}
 
 
 def course_site(root: str | Path = ROOT) -> str:
@@ -73,8 +81,13 @@ def course_site(root: str | Path = ROOT) -> str:
 
 def install_source(version: str = __version__, site: str | None = None) -> str:
     """The code of a lab's install cell for course ``version``, installing from ``site``."""
-    return INSTALL.format(version=version, site=site or course_site(), wheel=wheel_name("{COURSE_VERSION}"),
-                          repository=REPOSITORY, distribution=DISTRIBUTION)
+    return INSTALL.format(
+        version=version,
+        site=site or course_site(),
+        wheel=wheel_name("{COURSE_VERSION}"),
+        repository=REPOSITORY,
+        distribution=DISTRIBUTION,
+    )
 
 
 def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | None = None) -> nbformat.NotebookNode:
@@ -85,6 +98,7 @@ def stamp(nb: nbformat.NotebookNode, version: str = __version__, site: str | Non
     if nbcells.grade_id(first) != "install":
         raise ValueError("the first cell of a lab must be its install cell (grade_id 'install')")
     first.source = install_source(version, site)
+    first.metadata.update(copy.deepcopy(HIDDEN))
     return nb
 
 
@@ -118,20 +132,29 @@ def solution(grade_id: str, source: str) -> nbformat.NotebookNode:
 def tests(grade_id: str, points: float, *, imports: str, visible: str, hidden: str) -> nbformat.NotebookNode:
     """A graded test cell: visible checks, then a hidden block that re-imports the checks
     afresh and runs more seeds and cases."""
-    source = "\n".join([
-        imports, visible.strip("\n"), "### BEGIN HIDDEN TESTS", FRESH_IMPORT, imports,
-        hidden.strip("\n"), "### END HIDDEN TESTS",
-    ])
+    source = "\n".join(
+        [
+            imports,
+            visible.strip("\n"),
+            "### BEGIN HIDDEN TESTS",
+            FRESH_IMPORT,
+            imports,
+            hidden.strip("\n"),
+            "### END HIDDEN TESTS",
+        ]
+    )
     return new_code_cell(source, metadata=nbcells.metadata(grade_id, grade=True, points=points))
 
 
 def lab(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
     """A lab notebook: the install cell first, then ``cells``."""
     nb = stamp(new_notebook(cells=[code("install", "install"), *cells]))
-    nb.metadata.update({
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    })
+    nb.metadata.update(
+        {
+            "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        }
+    )
     total = sum(nbcells.points(c) for c in nb.cells)
     first_md = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if first_md is None or f"{total:g} points" not in first_md.source:

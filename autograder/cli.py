@@ -6,97 +6,97 @@ is done in autograder.grading).
     lab [DIR]              copy the labs into DIR (default workspace) and open a student's JupyterLab there
     grade [SUBMISSIONS]    autograde, feedback, grades.csv and a summary (make grade)
     report [LAB ...]       the class report of each lab, from the recorded verdicts (reports/LAB/index.html)
+    demo [DIR]             a small example class (four students of the warm-up) in DIR, graded (make demo)
     train                  train the chapter 8 model; checkpoints resume exactly; torchrun for data parallel
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from autograder.grading.protocol.confinement import MEMORY_MB
+from autograder import cli_grade
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--course", type=Path, default=None,
-                        help="the course root (default: the nearest folder up from here with nbgrader_config.py)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        help="the course root (default: the nearest folder up from here with nbgrader_config.py)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, help="what to do (each has its own --help)")
 
-    release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
-    release.add_argument("labs", nargs="*", metavar="LAB",
-                         help="labs to release, such as 02-self-attention (default: all)")
-
-    workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
-    workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
-    workspace.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
-                           help="copy or refresh only this lab, such as 02-self-attention (repeatable)")
-
+    _copy_parsers(sub)
     # --- lab: a student's JupyterLab (make lab) ---
-    lab = sub.add_parser("lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there "
-                                     "with a student's tools only")
-    lab.add_argument("dir", type=Path, nargs="?", default=Path("workspace"), metavar="DIR",
-                     help="the student's folder (default: workspace)")
-    lab.add_argument("--lab", action="append", default=None, metavar="LAB", dest="labs",
-                     help="copy or refresh only this lab before starting, such as 02-self-attention (repeatable)")
-    lab.add_argument("--port", type=int, default=None,
-                     help="the server's port (default: 8888, or the next free one)")
+    lab = sub.add_parser(
+        "lab", help="copy the labs into DIR as `workspace` does, then open JupyterLab there with a student's tools only"
+    )
+    lab.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=Path("workspace"),
+        metavar="DIR",
+        help="the student's folder (default: workspace)",
+    )
+    lab.add_argument(
+        "--lab",
+        action="append",
+        default=None,
+        metavar="LAB",
+        dest="labs",
+        help="copy or refresh only this lab before starting, such as 02-self-attention (repeatable)",
+    )
+    lab.add_argument("--port", type=int, default=None, help="the server's port (default: 8888, or the next free one)")
     lab.add_argument("--ip", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     lab.add_argument("--token", default=None, help="the login token (default: a random one, shown in the URL)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
     # --- end of lab ---
 
-    grade = sub.add_parser("grade", help="autograde submissions, generate feedback, write grades.csv, print a summary")
-    grade.add_argument("submissions", type=Path, nargs="?", default=Path("submitted"),
-                       help="a folder STUDENT/LAB/LAB.ipynb (or STUDENT/LAB.ipynb), or an LMS zip download "
-                            "with files named STUDENT_..._LAB.ipynb (default: submitted)")
-    grade.add_argument("--jobs", "-j", type=int, default=1, help="notebooks graded at once (default: 1)")
-    grade.add_argument("--db", default=None,
-                       help="gradebook SQLAlchemy URL, such as postgresql+psycopg2://user@host/db "
-                            "(default: ROOT/gradebook.db)")
-    grade.add_argument("--student", action="append", default=None, metavar="ID",
-                       help="grade only this student (repeat for several)")
-    grade.add_argument("--lab", action="append", default=None, metavar="LAB", help="grade only this lab (repeatable)")
-    grade.add_argument("--timeout", type=int, default=None,
-                       help="seconds a cell may run before it is interrupted (default: 30, from nbgrader_config.py)")
-    grade.add_argument("--memory-mb", type=int, default=MEMORY_MB,
-                       help="address-space limit of a grading kernel in MiB")
-    grade.add_argument("--job-timeout", type=int, default=600,
-                       help="seconds one student's lab may take in all before it is stopped (default: 600)")
-    grade.add_argument("--csv", type=Path, default=None, help="where to write the grades (default: ROOT/grades.csv)")
-    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
-    grade.add_argument("--no-sandbox", action="store_true",
-                       help="run student code without the bubblewrap sandbox (only for a class whose code you trust; "
-                            "every summary line then says so)")
-    report = sub.add_parser("report", help="the class report of each lab from the recorded verdicts: an HTML page "
-                                           "and CSV files, and a copy without student ids (class/)")
-    report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
-    report.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)")
+    cli_grade.add_parser(sub)
+    _report_parser(sub)
+    _demo_parser(sub)
     _train_parser(sub)
     return parser
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While the block runs (in the main thread), SIGTERM stops it as Ctrl+C does, so grading
-    kills its workers and kernels before it exits; the previous handler is put back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _copy_parsers(sub: Any) -> None:
+    """``release`` and ``workspace``: the labs made and copied."""
+    release = sub.add_parser("release", help="regenerate notebooks/ from solutions/ (byte-identical on a rerun)")
+    release.add_argument(
+        "labs", nargs="*", metavar="LAB", help="labs to release, such as 02-self-attention (default: all)"
+    )
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    workspace = sub.add_parser("workspace", help="copy the released labs into a student's folder, keeping their work")
+    workspace.add_argument("dir", type=Path, metavar="DIR", help="the student's folder (created if needed)")
+    workspace.add_argument(
+        "--lab",
+        action="append",
+        default=None,
+        metavar="LAB",
+        dest="labs",
+        help="copy or refresh only this lab, such as 02-self-attention (repeatable)",
+    )
+
+
+def _report_parser(sub: Any) -> None:
+    report = sub.add_parser(
+        "report",
+        help="the class report of each lab from the recorded verdicts: an HTML page "
+        "and CSV files, and a copy without student ids (class/)",
+    )
+    report.add_argument("labs", nargs="*", metavar="LAB", help="labs to report (default: every lab with verdicts)")
+    report.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write DIR/LAB/ (default: ROOT/reports, beside grades.csv)",
+    )
 
 
 def _report(root: Path, args: argparse.Namespace) -> int:
@@ -115,13 +115,47 @@ def _report(root: Path, args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             missing += 1
             continue
-        grouped = len(report.similar.groups(pairs))
-        print(f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
-              f"answers: "
-              f"{(args.out or report.default_out(root)) / lab / 'index.html'}")
+        grouped = len(report.alike.groups(pairs))
+        print(
+            f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
+            f"answers: "
+            f"{(args.out or report.default_out(root)) / lab / 'index.html'}"
+        )
         for note in notes:
             print(f"  {note}", file=sys.stderr)
     return 2 if missing else 0
+
+
+def _demo_parser(sub) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="build a small example class (full, partial, blank and wrong answers) in DIR and grade it as `grade` does",
+    )
+    demo.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=None,
+        metavar="DIR",
+        help="the demo's folder, removed and written again on each run (default: ROOT/demo)",
+    )
+    demo.add_argument("--lab", default="00-warmup", help="the lab the class hands in (default: 00-warmup)")
+
+
+def _demo(root: Path, args: argparse.Namespace) -> int:
+    """Build the example class (autograder.grading.demo) and grade it as `grade` does."""
+    from autograder.grading import course, demo
+
+    if args.lab not in course.labs(root):
+        raise course.UnknownLab(f"no such lab in solutions/: {args.lab} (labs: {', '.join(course.labs(root))})")
+    folder = (args.dir or root / "demo").resolve()
+    try:
+        source = demo.build(root, folder, args.lab)
+    except demo.DemoFolderInUse as err:
+        print(err, file=sys.stderr)
+        return 2
+    print(f"demo class of {args.lab} written to {source}: students {', '.join(demo.STUDENTS)}", flush=True)
+    return main(["--course", str(folder), "grade", str(source), "--no-progress"])  # ends with where the results are
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -146,16 +180,24 @@ def _lab(root: Path, args: argparse.Namespace) -> int:
 # --- train: the chapter 8 recipe from the command line (make train) ---
 # The flags, their defaults and their help come from autograder.reference.recipe.TrainRecipe.
 
+
 def _train_parser(sub) -> None:
     from autograder.reference import recipe
 
     train = sub.add_parser(
-        "train", help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
+        "train",
+        help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
         description="Train the chapter 8 model with its recipe (autograder.reference.recipe), print the held-out "
-                    "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
-                    "-m autograder train ... (data parallel; each process takes its share of the batch).")
-    train.add_argument("--resume", type=Path, default=None, metavar="PATH",
-                       help="go on from this checkpoint: model, recipe and data come from it; --steps is the total")
+        "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
+        "-m autograder train ... (data parallel; each process takes its share of the batch).",
+    )
+    train.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="go on from this checkpoint: model, recipe and data come from it; --steps is the total",
+    )
     recipe.add_flags(train, recipe.TRAIN_RECIPE)
 
 
@@ -163,9 +205,16 @@ def _train(args: argparse.Namespace) -> int:
     """Run the recipe that the flags describe (autograder.reference.run)."""
     from autograder.reference import recipe, run
 
-    return run.run_recipe(recipe.from_args(args), resume=args.resume,
-                          ignored=recipe.given_flags(args, recipe.SAVED), kept=recipe.given_flags(args, recipe.KEPT))
+    return run.run_recipe(
+        recipe.from_args(args),
+        resume=args.resume,
+        ignored=recipe.given_flags(args, recipe.SAVED),
+        kept=recipe.given_flags(args, recipe.KEPT),
+    )
+
+
 # --- end of train ---
+
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -186,35 +235,9 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(root, args)
         if args.command == "report":
             return _report(root, args)
+        if args.command == "demo":
+            return _demo(root, args)
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    from autograder.grading.grader import pipeline, preflight, sandbox
-    from autograder.grading.protocol import boot
-
-    source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
-    if not source.exists():
-        print(f"no submissions at {source}", file=sys.stderr)
-        return 2
-    options = pipeline.Options(jobs=args.jobs, db_url=args.db, students=args.student, labs=args.lab,
-                               timeout=args.timeout, memory_mb=args.memory_mb, job_timeout=args.job_timeout,
-                               csv_path=args.csv, progress=not args.no_progress, sandbox=not args.no_sandbox)
-    try:
-        with _sigterm_as_interrupt():
-            outcomes = pipeline.grade(root, source, options)
-    except (pipeline.UnknownSelection, sandbox.Unavailable, preflight.PreflightFailed) as err:
-        print(err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("grading stopped: the submissions graded so far are in the gradebook; grades.csv was not written",
-              file=sys.stderr)
-        return 130
-    print(pipeline.summary(outcomes))
-    if warning := boot.mismatch(root):
-        print(f"Note on the grader: {warning}")
-    print(f"grades written to {options.csv_path or root / 'grades.csv'}")
-    grader_errors = [o for o in outcomes if any(note.startswith("GRADER ERROR") for note in o.notes)]
-    if grader_errors:
-        print(f"{len(grader_errors)} submission(s) were not graded for the grader's fault (GRADER ERROR above): "
-              "fix the cause and grade them again", file=sys.stderr)
-    return 1 if grader_errors else 0
+    return cli_grade.run(root, args)

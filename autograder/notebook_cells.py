@@ -14,6 +14,7 @@ a dict is handed back as it is (``fields``) and fails where it is read as one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 KEY = "nbgrader"
@@ -25,11 +26,18 @@ def fields(cell: Any) -> Any:
     return cell.get("metadata", {}).get(KEY, {})
 
 
-def metadata(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True,
-             points: float | None = None) -> dict[str, Any]:
+def metadata(
+    grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = True, points: float | None = None
+) -> dict[str, Any]:
     """A new cell's ``metadata``: its nbgrader role, in nbgrader's schema 3."""
-    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-                            "solution": solution, "task": False}
+    meta: dict[str, Any] = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {KEY: meta}
@@ -73,3 +81,41 @@ def points(cell: Any) -> float:
 def checksum(cell: Any) -> str:
     """The checksum nbgrader recorded of the cell's released source; KeyError if none."""
     return fields(cell)["checksum"]
+
+
+# Readers for a notebook after a submission had it: they never fail on metadata the student
+# broke (an entry that is not a dict reads as no entry at all).
+
+
+def _kept(cell: Any) -> dict[str, Any]:
+    meta = fields(cell)
+    return meta if isinstance(meta, dict) else {}
+
+
+def name_of(cell: Any) -> str:
+    """The cell's grade id as text (``"None"`` when it has none)."""
+    return str(_kept(cell).get("grade_id"))
+
+
+def is_graded_code(cell: Any) -> bool:
+    """A graded code cell (a test cell of the course's labs)."""
+    return cell.cell_type == "code" and bool(_kept(cell).get("grade"))
+
+
+def is_plain_answer(cell: Any) -> bool:
+    """A solution cell that is not itself graded, with a grade id: where the student writes an answer."""
+    meta = _kept(cell)
+    return bool(meta.get("solution")) and not meta.get("grade") and isinstance(meta.get("grade_id"), str)
+
+
+def recorded_checksum(cell: Any) -> Any:
+    """The checksum nbgrader recorded of the cell, as the notebook holds it (None when none)."""
+    return _kept(cell).get("checksum")
+
+
+def rename_unless(cell: Any, fits: Callable[[str], bool], rename: Callable[[str], str]) -> None:
+    """Give the cell the grade id ``rename(old)`` unless ``fits(old)`` (a cell without one is left
+    as it is)."""
+    meta = fields(cell)
+    if isinstance(meta, dict) and not fits(str(meta.get("grade_id", "x"))):
+        meta["grade_id"] = rename(str(meta["grade_id"]))

@@ -33,6 +33,8 @@ def mismatch(version: str, installed: str, site: str | None = None) -> str | Non
     if installed == version:
         return None
     source = f'"{DISTRIBUTION} @ {wheel_url(version, site)}"' if site else f'"{tag_requirement(version)}"'
-    return (f"This lab was released with the course package {version}, but {installed} is installed: "
-            f"run `%pip install {source}` and restart the kernel, or open the lab's current release "
-            f"(`make lab LAB=<lab>` on your own machine).")
+    return (
+        f"This lab was released with the course package {version}, but {installed} is installed: "
+        f"run `%pip install {source}` and restart the kernel, or open the lab's current release "
+        f"(`make lab LAB=<lab>` on your own machine)."
+    )

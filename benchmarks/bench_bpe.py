@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000], help="vocabulary sizes to train to")
     p.add_argument("--repeats", type=int, default=5, help="interleaved rounds; the median is reported")
     p.add_argument("--threads", type=int, default=1, help="threads of tokenizers' pool (RAYON_NUM_THREADS)")
@@ -43,9 +44,15 @@ def main(argv: list[str] | None = None) -> None:
     def theirs(text: str, vocab_size: int) -> Tokenizer:
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-        tok.train_from_iterator([text], trainers.BpeTrainer(
-            vocab_size=vocab_size, special_tokens=list(bpe.SPECIAL_TOKENS), show_progress=False,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        tok.train_from_iterator(
+            [text],
+            trainers.BpeTrainer(
+                vocab_size=vocab_size,
+                special_tokens=list(bpe.SPECIAL_TOKENS),
+                show_progress=False,
+                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            ),
+        )
         return tok
 
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "book").glob("[0-9]*.md")))
@@ -54,8 +61,10 @@ def main(argv: list[str] | None = None) -> None:
         text = text[:20_000]
     bpe.split_words("warm up")  # the Unicode classes of the split are built once, on first use
     same = _same_merges(bpe, theirs, text, sizes)
-    print(f"corpus: the course's lectures, {len(text):,} characters; tokenizers on {args.threads} thread(s); "
-          f"same merges: {same}")
+    print(
+        f"corpus: the course's lectures, {len(text):,} characters; tokenizers on {args.threads} thread(s); "
+        f"same merges: {same}"
+    )
     times: dict[tuple[int, str], list[float]] = {(v, who): [] for v in sizes for who in ("ours", "tokenizers")}
     for _ in range(repeats):
         for v in sizes:

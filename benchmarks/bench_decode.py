@@ -28,10 +28,16 @@ NO_EOS = -1  # an id no token has: every row runs to max_len, so both modes take
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--lengths", type=int, nargs="+", default=[16, 32, 64, 128],
-                   help="output lengths (max_len of greedy_decode) to time")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=[16, 32, 64, 128],
+        help="output lengths (max_len of greedy_decode) to time",
+    )
     p.add_argument("--batch-size", type=int, default=8, help="sentences decoded together")
     p.add_argument("--src-len", type=int, default=16, help="length of every source sentence")
     p.add_argument("--vocab", type=int, default=64, help="source and target vocabulary size")
@@ -71,8 +77,13 @@ def main(argv: list[str] | None = None) -> dict[int, float]:
     device = torch.device(args.device) if args.device else reference.best_device()
     torch.manual_seed(args.seed)
     config = reference.TransformerConfig(
-        src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, d_model=args.d_model,
-        num_heads=args.num_heads, num_layers=args.num_layers, d_ff=args.d_ff, dropout=0.0,
+        src_vocab_size=args.vocab,
+        tgt_vocab_size=args.vocab,
+        d_model=args.d_model,
+        num_heads=args.num_heads,
+        num_layers=args.num_layers,
+        d_ff=args.d_ff,
+        dropout=0.0,
         max_len=max(max(args.lengths) + 1, args.src_len),
     )
     model = reference.EncoderDecoder(config).to(device).eval()
@@ -93,8 +104,10 @@ def main(argv: list[str] | None = None) -> dict[int, float]:
             assert torch.equal(outs[False], outs[True]), f"cached and uncached tokens differ at max_len={length}"
             assert outs[True].shape == (args.batch_size, length + 1)
 
-    print(f"device {device}, batch {args.batch_size}, D={args.d_model}, layers={args.num_layers}, "
-          f"median of {args.repeats} interleaved rounds; tokens identical in every round")
+    print(
+        f"device {device}, batch {args.batch_size}, D={args.d_model}, layers={args.num_layers}, "
+        f"median of {args.repeats} interleaved rounds; tokens identical in every round"
+    )
     print(f"{'max_len':>8} {'uncached ms':>12} {'cached ms':>10} {'uncached/cached':>16}")
     ratios = {}
     for length in args.lengths:

@@ -69,8 +69,10 @@ def every_lab(work: Path, labs: list[str] | None = None) -> float:
         (outcome,) = pipeline.grade(root, inbox, pipeline.Options(jobs=1, progress=False))
         total = outcome.autograde_seconds + outcome.check_seconds
         slowest = max(slowest, total)
-        print(f"  {lab:28s} {outcome.autograde_seconds:5.2f} s + {outcome.check_seconds:4.2f} s = {total:5.2f} s"
-              f"   score {outcome.score:g} / {outcome.max_score:g}")
+        print(
+            f"  {lab:28s} {outcome.autograde_seconds:5.2f} s + {outcome.check_seconds:4.2f} s = {total:5.2f} s"
+            f"   score {outcome.score:g} / {outcome.max_score:g}"
+        )
     print(f"slowest lab: {slowest:.2f} s")
     return slowest
 
@@ -83,14 +85,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=8, help="submissions to grade (default: 8)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs compared with 1 (default: 2)")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="gradings of the class with each number of jobs, alternating; "
-                             "their medians are compared (default: 3)")
-    parser.add_argument("--every-lab", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time the autograding of every lab's full solution (default: on)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that prints every line (1 student, --jobs 2, --repeat 1, "
-                             "the warm-up lab alone for the every-lab part): for the tests, not for numbers")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="gradings of the class with each number of jobs, alternating; their medians are compared (default: 3)",
+    )
+    parser.add_argument(
+        "--every-lab",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the autograding of every lab's full solution (default: on)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest run that prints every line (1 student, --jobs 2, --repeat 1, "
+        "the warm-up lab alone for the every-lab part): for the tests, not for numbers",
+    )
     args = parser.parse_args()
     if args.smoke:  # its defaults; flags given with it still win
         parser.set_defaults(students=1, jobs=2, repeat=1)
@@ -111,16 +123,26 @@ def main() -> int:
                     autograde += [o.autograde_seconds for o in outcomes]
                     checked += [o.check_seconds for o in outcomes]
         serial, parallel = statistics.median(seconds[1]), statistics.median(seconds[args.jobs])
-        print(f"grading {args.students} notebooks of {LAB} (os.cpu_count() = {os.cpu_count()}, "
-              f"load average {os.getloadavg()[0]:.1f} at the end), {args.repeat} time(s) with each number of jobs")
-        print(f"--jobs 1: {serial:.1f} s in all, {serial / args.students:.2f} s per graded notebook "
-              f"(autograde, feedback, grades.csv; median; runs: {_seconds(seconds[1])})")
-        print(f"nbgrader autograde of one notebook (kernel start included): "
-              f"mean {sum(autograde) / len(autograde):.2f} s, max {max(autograde):.2f} s")
-        print(f"independent check of one notebook (sandboxed child included): "
-              f"mean {sum(checked) / len(checked):.2f} s, max {max(checked):.2f} s")
-        print(f"--jobs {args.jobs}: {parallel:.1f} s in all, {parallel / args.students:.2f} s per notebook "
-              f"(median; runs: {_seconds(seconds[args.jobs])})")
+        print(
+            f"grading {args.students} notebooks of {LAB} (os.cpu_count() = {os.cpu_count()}, "
+            f"load average {os.getloadavg()[0]:.1f} at the end), {args.repeat} time(s) with each number of jobs"
+        )
+        print(
+            f"--jobs 1: {serial:.1f} s in all, {serial / args.students:.2f} s per graded notebook "
+            f"(autograde, feedback, grades.csv; median; runs: {_seconds(seconds[1])})"
+        )
+        print(
+            f"nbgrader autograde of one notebook (kernel start included): "
+            f"mean {sum(autograde) / len(autograde):.2f} s, max {max(autograde):.2f} s"
+        )
+        print(
+            f"independent check of one notebook (sandboxed child included): "
+            f"mean {sum(checked) / len(checked):.2f} s, max {max(checked):.2f} s"
+        )
+        print(
+            f"--jobs {args.jobs}: {parallel:.1f} s in all, {parallel / args.students:.2f} s per notebook "
+            f"(median; runs: {_seconds(seconds[args.jobs])})"
+        )
         same = len(csvs) == 1
         print(f"identical grades.csv: {same}")
         print(f"speed-up of --jobs {args.jobs} over --jobs 1: {serial / parallel:.2f}x")

@@ -44,17 +44,32 @@ def sequences(pairs: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, t
     target = torch.zeros(len(pairs), width, dtype=torch.bool)
     for i, (s, t) in enumerate(pairs):
         tokens[i, : len(s) + len(t)] = torch.tensor(s + t)
-        target[i, len(s): len(s) + len(t) - 1] = True  # position of <bos> .. the last but one target token
+        target[i, len(s) : len(s) + len(t) - 1] = True  # position of <bos> .. the last but one target token
     return tokens, target
 
 
 def build(kind: str, vocab: int, args: argparse.Namespace) -> torch.nn.Module:
     if kind == "2017":
-        return families.DecoderOnly(families.LanguageModelConfig(
-            vocab_size=vocab, d_model=args.d_model, num_heads=args.heads, num_layers=args.layers,
-            d_ff=4 * args.d_model, dropout=0.0, max_len=64))
-    return ModernLM(ModernConfig(vocab_size=vocab, d_model=args.d_model, num_heads=args.heads,
-                                 num_kv_heads=args.heads // 2, num_layers=args.layers))
+        return families.DecoderOnly(
+            families.LanguageModelConfig(
+                vocab_size=vocab,
+                d_model=args.d_model,
+                num_heads=args.heads,
+                num_layers=args.layers,
+                d_ff=4 * args.d_model,
+                dropout=0.0,
+                max_len=64,
+            )
+        )
+    return ModernLM(
+        ModernConfig(
+            vocab_size=vocab,
+            d_model=args.d_model,
+            num_heads=args.heads,
+            num_kv_heads=args.heads // 2,
+            num_layers=args.layers,
+        )
+    )
 
 
 @torch.no_grad()
@@ -73,8 +88,12 @@ def run(kind: str, seed: int, data: dict[str, torch.Tensor], vocab: int, args: a
     model = build(kind, vocab, args)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     warmup = max(1, args.steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(
-        math.pi * min(1.0, max(0, s - warmup) / max(1, args.steps - warmup))))))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: min(
+            (s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(1.0, max(0, s - warmup) / max(1, args.steps - warmup))))
+        ),
+    )
     g = torch.Generator().manual_seed(seed)
     curve, start = [], time.perf_counter()
     for step in range(1, args.steps + 1):
@@ -89,8 +108,14 @@ def run(kind: str, seed: int, data: dict[str, torch.Tensor], vocab: int, args: a
         if step % args.eval_every == 0 or step == args.steps:
             curve.append({"step": step, **evaluate(model, data["valid"], data["valid_target"])})
     seconds = time.perf_counter() - start
-    return {"kind": kind, "seed": seed, "parameters": sum(p.numel() for p in model.parameters()),
-            "train_seconds": round(seconds, 2), "curve": curve, "final": curve[-1]}
+    return {
+        "kind": kind,
+        "seed": seed,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_seconds": round(seconds, 2),
+        "curve": curve,
+        "final": curve[-1],
+    }
 
 
 def main() -> None:
@@ -110,33 +135,44 @@ def main() -> None:
     if args.smoke:
         args.steps, args.batch, args.d_model, args.layers, args.seeds, args.eval_every = 4, 8, 16, 1, [0], 2
     torch.set_num_threads(args.threads)
-    task = make_task("reverse", num_train=5000 if not args.smoke else 50, num_valid=500 if not args.smoke else 20,
-                     num_test=0, seed=0)
+    task = make_task(
+        "reverse", num_train=5000 if not args.smoke else 50, num_valid=500 if not args.smoke else 20, num_test=0, seed=0
+    )
     train, _ = sequences(task.train)
     valid, valid_target = sequences(task.valid)
     data = {"train": train, "valid": valid, "valid_target": valid_target}
     vocab = len(task.src_vocab)
-    print(f"task reverse as one sequence: {len(train)} training, {len(valid)} held-out sequences, vocab {vocab}; "
-          f"{args.steps} steps of {args.batch}, seeds {args.seeds}")
+    print(
+        f"task reverse as one sequence: {len(train)} training, {len(valid)} held-out sequences, vocab {vocab}; "
+        f"{args.steps} steps of {args.batch}, seeds {args.seeds}"
+    )
     runs = []
     for seed in args.seeds:
         for kind in ("2017", "modern"):
             r = run(kind, seed, data, vocab, args)
             runs.append(r)
-            print(f"{kind:>6} seed {seed}: {r['parameters']} parameters, {r['train_seconds']:.1f} s, "
-                  f"target loss {r['final']['target_loss']:.4f}, exact match {100 * r['final']['exact_match']:.1f}%")
+            print(
+                f"{kind:>6} seed {seed}: {r['parameters']} parameters, {r['train_seconds']:.1f} s, "
+                f"target loss {r['final']['target_loss']:.4f}, exact match {100 * r['final']['exact_match']:.1f}%"
+            )
     for kind in ("2017", "modern"):
         mine = [r["final"] for r in runs if r["kind"] == kind]
         loss, match = (sum(m[key] for m in mine) / len(mine) for key in ("target_loss", "exact_match"))
         print(f"{kind:>6} mean of {len(mine)} seed(s): target loss {loss:.4f}, exact match {100 * match:.1f}%")
     if args.json:
-        meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
-                "python": platform.python_version(),
-                "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s)",
-                "load_average_1min": os.getloadavg()[0]}
+        meta = {
+            "date": datetime.date.today().isoformat(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s)",
+            "load_average_1min": os.getloadavg()[0],
+        }
         with open(args.json, "w") as f:
-            json.dump({"meta": meta, "options": {k: v for k, v in vars(args).items() if k != "json"}, "runs": runs},
-                      f, indent=1)
+            json.dump(
+                {"meta": meta, "options": {k: v for k, v in vars(args).items() if k != "json"}, "runs": runs},
+                f,
+                indent=1,
+            )
         print(f"wrote {args.json}")
 
 

@@ -55,7 +55,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     src = torch.randint(3, args.vocab, (args.batch_size, args.src_len), generator=g)
     tgt = torch.randint(3, args.vocab, (args.batch_size, args.tgt_len + 1), generator=g)
-    src[::3, -args.src_len // 4:] = config.pad_id  # some padding, as in real batches
+    src[::3, -args.src_len // 4 :] = config.pad_id  # some padding, as in real batches
     times: dict[str, list[float]] = {name: [] for name in models}
     for rep in range(args.warmup + args.reps):
         for name, model in models.items():
@@ -63,9 +63,11 @@ def main() -> None:
             if rep >= args.warmup:
                 times[name].append(t)
     base = statistics.median(times["nn.Transformer"])
-    print(f"config: d_model={config.d_model} heads={config.num_heads} layers={config.num_layers} "
-          f"d_ff={config.d_ff} dropout={config.dropout}; batch {args.batch_size}, S={args.src_len}, "
-          f"T={args.tgt_len}, V={args.vocab}; {torch.get_num_threads()} threads; {args.reps} reps")
+    print(
+        f"config: d_model={config.d_model} heads={config.num_heads} layers={config.num_layers} "
+        f"d_ff={config.d_ff} dropout={config.dropout}; batch {args.batch_size}, S={args.src_len}, "
+        f"T={args.tgt_len}, V={args.vocab}; {torch.get_num_threads()} threads; {args.reps} reps"
+    )
     for name, ts in times.items():
         med = statistics.median(ts)
         print(f"{name:38s} {med * 1e3:8.2f} ms/step   ratio to nn.Transformer {med / base:.3f}")

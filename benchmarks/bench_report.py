@@ -21,8 +21,9 @@ from pathlib import Path
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--students", type=int, default=500, help="students in the class")
     p.add_argument("--repeats", type=int, default=3, help="reports written; the median is reported")
     p.add_argument("--smoke", action="store_true", help="50 students, one report: seconds")
@@ -31,7 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from autograder.grading.grader.report import example, similar, write_report
+    from autograder.grading.grader.report import alike as similar
+    from autograder.grading.grader.report import example, write_report
 
     students, repeats = (50, 1) if args.smoke else (args.students, args.repeats)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
@@ -44,8 +46,10 @@ def main(argv: list[str] | None = None) -> None:
             tally, pairs, _ = write_report(root, example.LAB)
             times.append(time.perf_counter() - start)
         size = sum(p.stat().st_size for p in (root / "reports").rglob("*")) // 1024
-        print(f"report: {statistics.median(times):.2f} s (median of {repeats}), {len(tally.mistakes)} mistakes, "
-              f"{len(similar.groups(pairs))} groups of similar answers ({len(pairs)} pairs), {size} KiB")
+        print(
+            f"report: {statistics.median(times):.2f} s (median of {repeats}), {len(tally.mistakes)} mistakes, "
+            f"{len(similar.groups(pairs))} groups of similar answers ({len(pairs)} pairs), {size} KiB"
+        )
 
 
 if __name__ == "__main__":

@@ -50,21 +50,46 @@ PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES), help="model sizes to time")
-    p.add_argument("--modes", nargs="+", choices=["eager", "compiled", "graphed"],
-                   default=["eager", "compiled", "graphed"], help="ways to run the course's step")
-    p.add_argument("--plans", nargs="+", choices=list(captured.COMPILE_PLANS), default=[captured.COMPILE_PLAN],
-                   help="what a compiled step compiles (captured.COMPILE_PLANS)")
-    p.add_argument("--amp", nargs="+", choices=["none", "bf16"], default=None,
-                   help="precisions (default: none and bf16 on CUDA, none elsewhere)")
-    p.add_argument("--cases", nargs="+", default=None, metavar="SIZE:PRECISION:MODE[:PLAN]",
-                   help="the cases to run, in this order (PRECISION fp32 or bf16; MODE nn_transformer, eager, "
-                        "graphed or compiled), instead of those --sizes, --amp, --modes and --plans make")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        choices=["eager", "compiled", "graphed"],
+        default=["eager", "compiled", "graphed"],
+        help="ways to run the course's step",
+    )
+    p.add_argument(
+        "--plans",
+        nargs="+",
+        choices=list(captured.COMPILE_PLANS),
+        default=[captured.COMPILE_PLAN],
+        help="what a compiled step compiles (captured.COMPILE_PLANS)",
+    )
+    p.add_argument(
+        "--amp",
+        nargs="+",
+        choices=["none", "bf16"],
+        default=None,
+        help="precisions (default: none and bf16 on CUDA, none elsewhere)",
+    )
+    p.add_argument(
+        "--cases",
+        nargs="+",
+        default=None,
+        metavar="SIZE:PRECISION:MODE[:PLAN]",
+        help="the cases to run, in this order (PRECISION fp32 or bf16; MODE nn_transformer, eager, "
+        "graphed or compiled), instead of those --sizes, --amp, --modes and --plans make",
+    )
     p.add_argument("--backend", default="inductor", help="torch.compile's backend (aot_eager: no code generated)")
-    p.add_argument("--reps", type=int, default=None,
-                   help="timed steps per case, the median reported (default: 20 on CUDA, 3 elsewhere)")
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="timed steps per case, the median reported (default: 20 on CUDA, 3 elsewhere)",
+    )
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (a graph is captured in them)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's choice)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -82,8 +107,9 @@ def _step_function(mode: str, plan: str | None, cfg: TransformerConfig, device: 
     """One step as the training command takes it (``step_function``); nn.Transformer's eagerly."""
     torch.manual_seed(0)
     model = (TorchTransformer if mode == "nn_transformer" else EncoderDecoder)(cfg).to(device)
-    recipe = TrainConfig(warmup=400, compile=backend if mode == "compiled" else None, compile_plan=plan,
-                         cuda_graph=mode == "graphed")
+    recipe = TrainConfig(
+        warmup=400, compile=backend if mode == "compiled" else None, compile_plan=plan, cuda_graph=mode == "graphed"
+    )
     optimizer, scheduler = make_optimizer(model, recipe)
     if mode == "nn_transformer":
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
@@ -93,8 +119,9 @@ def _step_function(mode: str, plan: str | None, cfg: TransformerConfig, device: 
     return step_function(model, recipe, device, optimizer, scheduler, None, dtype, PAD)
 
 
-def time_case(mode: str, plan: str | None, cfg: TransformerConfig, batch: tuple, device, dtype,
-              args) -> tuple[float, float]:
+def time_case(
+    mode: str, plan: str | None, cfg: TransformerConfig, batch: tuple, device, dtype, args
+) -> tuple[float, float]:
     """Median milliseconds of one synchronized step, and the seconds its warm-up steps took."""
     step = _step_function(mode, plan, cfg, device, dtype, args.backend)
     times = []
@@ -125,11 +152,18 @@ def parse_case(case: str) -> tuple[str, str, str, str | None]:
     """``"base:bf16:compiled:loss"`` -> ``("base", "bf16", "compiled", "loss")``; refuses a wrong name."""
     parts: list[str | None] = [*case.split(":"), None][:4] if case.count(":") in (2, 3) else [""] * 4
     size, precision, mode, plan = parts
-    if size not in SIZES or precision not in PRECISIONS or mode not in MODES \
-            or (mode == "compiled") != (plan is not None) or (plan is not None and plan not in captured.COMPILE_PLANS):
-        raise SystemExit(f"bench_train_step.py: not a case: {case!r} (SIZE:PRECISION:MODE[:PLAN]; sizes "
-                         f"{', '.join(SIZES)}; precisions {', '.join(PRECISIONS)}; modes {', '.join(MODES)}; "
-                         f"a plan, one of {', '.join(captured.COMPILE_PLANS)}, for compiled only)")
+    if (
+        size not in SIZES
+        or precision not in PRECISIONS
+        or mode not in MODES
+        or (mode == "compiled") != (plan is not None)
+        or (plan is not None and plan not in captured.COMPILE_PLANS)
+    ):
+        raise SystemExit(
+            f"bench_train_step.py: not a case: {case!r} (SIZE:PRECISION:MODE[:PLAN]; sizes "
+            f"{', '.join(SIZES)}; precisions {', '.join(PRECISIONS)}; modes {', '.join(MODES)}; "
+            f"a plan, one of {', '.join(captured.COMPILE_PLANS)}, for compiled only)"
+        )
     return str(size), str(precision), str(mode), plan
 
 
@@ -140,9 +174,13 @@ def label_of(size: str) -> str:
 
 def auto_picks(device: torch.device, sizes: list[str]) -> dict[str, str]:
     """What ``--amp auto`` picks on this device for each size, eager and captured (compiled or graphed)."""
-    return {f"{size} {way}": precision_name(amp_dtype(device, "auto", d_model=SIZES[size][0]["d_model"],
-                                                      captured=way == "captured"))
-            for size in sizes for way in ("eager", "captured")}
+    return {
+        f"{size} {way}": precision_name(
+            amp_dtype(device, "auto", d_model=SIZES[size][0]["d_model"], captured=way == "captured")
+        )
+        for size in sizes
+        for way in ("eager", "captured")
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,8 +198,10 @@ def main(argv: list[str] | None = None) -> None:
     precisions = [precision_name(torch.bfloat16 if a == "bf16" else None) for a in amps]
     cases = [parse_case(c) for c in (args.cases or default_cases(args, precisions))]
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or 'cpu'})"
-    print(f"device {name}, {torch.get_num_threads()} CPU threads; torch {torch.__version__}; "
-          f"median of {args.reps} steps after {args.warmup}; compile backend {args.backend}")
+    print(
+        f"device {name}, {torch.get_num_threads()} CPU threads; torch {torch.__version__}; "
+        f"median of {args.reps} steps after {args.warmup}; compile backend {args.backend}"
+    )
     command = "python benchmarks/bench_train_step.py " + " ".join(sys.argv[1:] if argv is None else argv)
     results: dict = {}
     first_steps: dict = {}
@@ -172,27 +212,37 @@ def main(argv: list[str] | None = None) -> None:
         if args.json is None:
             return
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "what": command,
-            "device": name,
-            "software": f"torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}, "
-                        f"Python {platform.python_version()}",
-            "date": datetime.date.today().isoformat(), "threads": torch.get_num_threads(),
-            "load_average_1min": round(os.getloadavg()[0], 2),  # other jobs on the machine slow every figure
-            "note": (f"one training step (forward, label-smoothed loss, backward, clip at 1, Adam, Noam schedule), "
-                     f"V={VOCAB}, dropout 0.1, median ms of {args.reps} synchronized steps after {args.warmup}; "
-                     "eager and compiled steps built by train.step_function as `python -m autograder train` "
-                     "builds them; graph = captured.GraphedStep (--cuda-graph); compiled: one entry per plan of "
-                     f"captured.COMPILE_PLANS, backend {args.backend}, on CUDA mode reduce-overhead"),
-            "compile_plans": {k: vars(v) for k, v in captured.COMPILE_PLANS.items()},
-            "compile_default": captured.COMPILE_PLAN,
-            "amp_auto": auto_picks(device, sizes_seen),
-            "planned": [":".join(p for p in case if p) for case in cases],  # any other case was not measured
-            "step_ms": results,
-            "compile_first_steps_s": first_steps,
-            "not_measured": {case: "not reached: the run stopped (time limit) or has not got there yet"
-                             for case in left},
-        }, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "what": command,
+                    "device": name,
+                    "software": f"torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}, "
+                    f"Python {platform.python_version()}",
+                    "date": datetime.date.today().isoformat(),
+                    "threads": torch.get_num_threads(),
+                    "load_average_1min": round(os.getloadavg()[0], 2),  # other jobs on the machine slow every figure
+                    "note": (
+                        f"one training step (forward, label-smoothed loss, backward, clip at 1, Adam, Noam schedule), "
+                        f"V={VOCAB}, dropout 0.1, median ms of {args.reps} synchronized steps after {args.warmup}; "
+                        "eager and compiled steps built by train.step_function as `python -m autograder train` "
+                        "builds them; graph = captured.GraphedStep (--cuda-graph); compiled: one entry per plan of "
+                        f"captured.COMPILE_PLANS, backend {args.backend}, on CUDA mode reduce-overhead"
+                    ),
+                    "compile_plans": {k: vars(v) for k, v in captured.COMPILE_PLANS.items()},
+                    "compile_default": captured.COMPILE_PLAN,
+                    "amp_auto": auto_picks(device, sizes_seen),
+                    "planned": [":".join(p for p in case if p) for case in cases],  # any other case was not measured
+                    "step_ms": results,
+                    "compile_first_steps_s": first_steps,
+                    "not_measured": {
+                        case: "not reached: the run stopped (time limit) or has not got there yet" for case in left
+                    },
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
     write()
     for size, precision, mode, plan in cases:
@@ -202,8 +252,11 @@ def main(argv: list[str] | None = None) -> None:
         batch = tuple(torch.randint(3, VOCAB, (batch_size, n), generator=g).to(device) for n in (length, length + 1))
         label, key = label_of(size), ":".join(p for p in (size, precision, mode, plan) if p)
         row = results.setdefault(label, {}).setdefault(precision, {"nn_transformer": {}, "course": {}})
-        shown = f"course {mode} {plan}" if plan else ("nn.Transformer eager" if mode == "nn_transformer"
-                                                      else f"course {mode:8s}")
+        shown = (
+            f"course {mode} {plan}"
+            if plan
+            else ("nn.Transformer eager" if mode == "nn_transformer" else f"course {mode:8s}")
+        )
         if mode == "graphed" and device.type != "cuda":
             print(f"{label} {precision}  {shown} n/a (a CUDA graph needs CUDA)")
             left.remove(key)
@@ -218,10 +271,14 @@ def main(argv: list[str] | None = None) -> None:
         else:
             row["course"]["synced" if mode == "eager" else "graph"] = round(ms, 3)
         base, graph = row["nn_transformer"].get("synced"), row["course"].get("graph")
-        ratios = (f"  ratio to nn.Transformer {ms / base:.3f}" if base else "") + \
-                 (f"  ratio to the graph {ms / graph:.2f}" if graph and mode != "graphed" else "")
-        print(f"{label} {precision}  {shown} {ms:9.2f} ms/step{ratios}"
-              + (f"  (first {args.warmup} steps {warm:.1f} s)" if mode == "compiled" else ""), flush=True)
+        ratios = (f"  ratio to nn.Transformer {ms / base:.3f}" if base else "") + (
+            f"  ratio to the graph {ms / graph:.2f}" if graph and mode != "graphed" else ""
+        )
+        print(
+            f"{label} {precision}  {shown} {ms:9.2f} ms/step{ratios}"
+            + (f"  (first {args.warmup} steps {warm:.1f} s)" if mode == "compiled" else ""),
+            flush=True,
+        )
         left.remove(key)
         write()
     if args.json is not None:

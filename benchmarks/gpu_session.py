@@ -50,31 +50,122 @@ MIN_ADD_TRAINING = 30  # fewer seconds of training than this are not worth a log
 # the step benchmark's cases, in the order they run: every fast case first (a few seconds each), then the
 # compiled ones (30 to 50 s of compiling each on an H100, torch 2.11), the likeliest default first
 BENCH_CASES = [
-    "small:fp32:nn_transformer", "small:fp32:eager", "small:fp32:graphed",
-    "base:bf16:nn_transformer", "base:bf16:eager", "base:bf16:graphed",
-    "base:fp32:nn_transformer", "base:fp32:eager", "base:fp32:graphed",
-    "small:bf16:nn_transformer", "small:bf16:eager", "small:bf16:graphed",
-    "small:fp32:compiled:loss+fused-adam", "base:bf16:compiled:loss+fused-adam", "small:fp32:compiled:model",
-    "small:fp32:compiled:loss+fused-adam+fused-kernels", "base:bf16:compiled:loss+fused-adam+fused-kernels",
-    "base:fp32:compiled:loss+fused-adam", "base:bf16:compiled:model", "small:fp32:compiled:model+fused-adam",
-    "small:fp32:compiled:loss", "base:fp32:compiled:model",
+    "small:fp32:nn_transformer",
+    "small:fp32:eager",
+    "small:fp32:graphed",
+    "base:bf16:nn_transformer",
+    "base:bf16:eager",
+    "base:bf16:graphed",
+    "base:fp32:nn_transformer",
+    "base:fp32:eager",
+    "base:fp32:graphed",
+    "small:bf16:nn_transformer",
+    "small:bf16:eager",
+    "small:bf16:graphed",
+    "small:fp32:compiled:loss+fused-adam",
+    "base:bf16:compiled:loss+fused-adam",
+    "small:fp32:compiled:model",
+    "small:fp32:compiled:loss+fused-adam+fused-kernels",
+    "base:bf16:compiled:loss+fused-adam+fused-kernels",
+    "base:fp32:compiled:loss+fused-adam",
+    "base:bf16:compiled:model",
+    "small:fp32:compiled:model+fused-adam",
+    "small:fp32:compiled:loss",
+    "base:fp32:compiled:model",
 ]
 # the tests whose failure means that the addition task must not train in CUDA graphs
 GRAPH_TESTS = ("test_cuda_graph_step_equals_eager_on_cuda", "test_cuda_graphs_of_several_shapes")
 # the appendix's recipe for the addition task (book/appendix-training.md, "A task that needs a GPU"), with
 # an evaluation every 500 steps for the curve and no checkpoint on the way (a base model's is 0.7 GB)
-ADD_RECIPE = ["--task", "add", "--num-train", "200000", "--num-valid", "500", "--num-test", "1000",
-              "--d-model", "512", "--num-heads", "8", "--num-layers", "6", "--d-ff", "2048", "--batch-size", "128",
-              "--dropout", "0.1", "--warmup", "4000", "--lr-factor", "1.0", "--steps", "40000", "--eval-every", "500"]
-SMOKE_ADD = ["--task", "add", "--num-train", "64", "--num-valid", "8", "--num-test", "8", "--d-model", "16",
-             "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--batch-size", "8", "--steps", "1000",
-             "--eval-every", "1000", "--eval-size", "8", "--device", "cpu"]  # validated once: where time ran out
-SMOKE_TRAIN = ["--task", "reverse", "--num-train", "64", "--num-valid", "8", "--num-test", "8", "--batch-size", "8",
-               "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--steps", "4",
-               "--eval-every", "2", "--eval-size", "8", "--device", "cpu"]
+ADD_RECIPE = [
+    "--task",
+    "add",
+    "--num-train",
+    "200000",
+    "--num-valid",
+    "500",
+    "--num-test",
+    "1000",
+    "--d-model",
+    "512",
+    "--num-heads",
+    "8",
+    "--num-layers",
+    "6",
+    "--d-ff",
+    "2048",
+    "--batch-size",
+    "128",
+    "--dropout",
+    "0.1",
+    "--warmup",
+    "4000",
+    "--lr-factor",
+    "1.0",
+    "--steps",
+    "40000",
+    "--eval-every",
+    "500",
+]
+SMOKE_ADD = [
+    "--task",
+    "add",
+    "--num-train",
+    "64",
+    "--num-valid",
+    "8",
+    "--num-test",
+    "8",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--batch-size",
+    "8",
+    "--steps",
+    "1000",
+    "--eval-every",
+    "1000",
+    "--eval-size",
+    "8",
+    "--device",
+    "cpu",
+]  # validated once: where time ran out
+SMOKE_TRAIN = [
+    "--task",
+    "reverse",
+    "--num-train",
+    "64",
+    "--num-valid",
+    "8",
+    "--num-test",
+    "8",
+    "--batch-size",
+    "8",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--steps",
+    "4",
+    "--eval-every",
+    "2",
+    "--eval-size",
+    "8",
+    "--device",
+    "cpu",
+]
 # a stand-in for tqdm, used only where the machine has none: the training command draws no bar with
 # --no-progress, but imports tqdm and writes its validation lines through tqdm.write
-TQDM_SHIM = '''
+TQDM_SHIM = """
 import sys
 
 
@@ -94,7 +185,7 @@ class tqdm:
     @staticmethod
     def write(line, file=None):
         print(line, file=file or sys.stdout, flush=True)
-'''
+"""
 
 
 class Session:
@@ -104,8 +195,11 @@ class Session:
         self.out, self.start, self.total = out, time.monotonic(), total
         (out / "results").mkdir(parents=True, exist_ok=True)
         self.log = (out / "session.log").open("a")
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-                    "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.scratch = Path(tempfile.mkdtemp(prefix="gpu-session-"))  # checkpoints: not for OUT (hundreds of MB)
         self.status, self.seconds = "not run", 0.0  # the last stage's
 
@@ -125,8 +219,15 @@ class Session:
         self.say(f"--- stage {name} (budget {budget:.0f} s, {self.left():.0f} s of the session left): {command}")
         began = time.monotonic()
         with output.open("a" if append else "w") as sink:
-            child = subprocess.Popen([sys.executable, *args], cwd=REPO, env=self.env, stdin=subprocess.DEVNULL,
-                                     stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+            child = subprocess.Popen(
+                [sys.executable, *args],
+                cwd=REPO,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 status: int | None = child.wait(timeout=budget)
             except subprocess.TimeoutExpired:
@@ -162,12 +263,18 @@ def machine(session: Session, commit: str | None) -> bool:
     cuda = torch.cuda.is_available()
     gpu = torch.cuda.get_device_name() if cuda else "no CUDA GPU"
     repo = git_head() or commit or "at a commit not recorded (no git here: give --commit)"
-    session.say(f"machine: {gpu}; {os.cpu_count()} CPU cores; Python {platform.python_version()}; "
-                f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}); "
-                f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; repo {repo}")
+    session.say(
+        f"machine: {gpu}; {os.cpu_count()} CPU cores; Python {platform.python_version()}; "
+        f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}); "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; repo {repo}"
+    )
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip()
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
         session.say(f"nvidia-smi: {smi}")
     except (OSError, subprocess.TimeoutExpired):
         session.say("nvidia-smi: not found")
@@ -182,18 +289,26 @@ def machine(session: Session, commit: str | None) -> bool:
         (shim / "tqdm").mkdir(parents=True)
         (shim / "tqdm" / "__init__.py").write_text(TQDM_SHIM)
         session.env["PYTHONPATH"] += os.pathsep + str(shim)  # after the machine's own packages
-    session.say("modules missing: " + (", ".join(missing) + (" (tqdm: a stand-in is used)" if "tqdm" in missing
-                                                             else "") if missing else "none"))
+    session.say(
+        "modules missing: "
+        + (", ".join(missing) + (" (tqdm: a stand-in is used)" if "tqdm" in missing else "") if missing else "none")
+    )
     return cuda
 
 
 def git_head() -> str:
     """The checkout's commit, with ``+changes`` when its files differ from it; "" without git."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=20).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return head + (" +changes" if head and dirty else "")
@@ -207,10 +322,14 @@ def last_line(path: Path, pattern: str) -> str:
 
 def train_log(session: Session, name: str, log: Path, args: list[str], budget: float) -> int | None:
     """Run ``benchmarks/train_log.py LOG -- ARGS`` as stage ``name``."""
-    status = session.run(name, ["benchmarks/train_log.py", str(log), "--", *args], budget,
-                         session.out / "train-console.txt", append=True)
-    found = [line for line in log.read_text().splitlines() if line.startswith(("model:", "step ", "held-out"))] \
-        if log.exists() else []
+    status = session.run(
+        name, ["benchmarks/train_log.py", str(log), "--", *args], budget, session.out / "train-console.txt", append=True
+    )
+    found = (
+        [line for line in log.read_text().splitlines() if line.startswith(("model:", "step ", "held-out"))]
+        if log.exists()
+        else []
+    )
     picked = next((line for line in found if line.startswith("model:")), "")
     amp = re.search(r"amp \S+ \([^)]*\)", picked)
     rate = next((line for line in reversed(found) if line.startswith("step ")), "no validation")
@@ -222,11 +341,16 @@ def train_log(session: Session, name: str, log: Path, args: list[str], budget: f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, nargs="?", help="the folder to write into ($OUT on the GPU machine)")
-    parser.add_argument("--total", type=float, default=520.0,
-                        help="seconds for the whole session (a stage stopped at its budget may add 10)")
+    parser.add_argument(
+        "--total",
+        type=float,
+        default=520.0,
+        help="seconds for the whole session (a stage stopped at its budget may add 10)",
+    )
     parser.add_argument("--commit", help="the commit the copied working tree is at, for the log (where it has no git)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="every stage with a tiny model and budget, on the CPU: tests this script")
+    parser.add_argument(
+        "--smoke", action="store_true", help="every stage with a tiny model and budget, on the CPU: tests this script"
+    )
     options = parser.parse_args(argv)
     if options.out is None:
         if not options.smoke:
@@ -241,8 +365,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # (a) the CUDA-only tests: what `make test-gpu` runs (-v: each test's verdict as it comes; on a CPU: all skipped)
     tests = session.out / "test-gpu.txt"
-    session.run("tests", ["-m", "pytest", "tests/reference", "-k", "on_cuda", "-rs", "-v", "-p", "no:cacheprovider"],
-                BUDGETS["tests"], tests)
+    session.run(
+        "tests",
+        ["-m", "pytest", "tests/reference", "-k", "on_cuda", "-rs", "-v", "-p", "no:cacheprovider"],
+        BUDGETS["tests"],
+        tests,
+    )
     failed = [line for line in tests.read_text(errors="replace").splitlines() if "FAILED" in line]
     session.done("tests", "pytest: " + last_line(tests, r"\d+ (passed|failed|skipped|deselected|errors?)\b"))
     for line in failed:
@@ -262,24 +390,36 @@ def main(argv: list[str] | None = None) -> int:
         session.say(f"stage add: skipped, {budget:.0f} s left for it")
     else:
         add_log = results / "add-base-gpu.log"
-        flags = (SMOKE_ADD if options.smoke else ADD_RECIPE) + ["--no-progress", "--time-limit", f"{limit:.0f}",
-                                                                "--out", str(session.scratch / "add-base.pt")]
+        flags = (SMOKE_ADD if options.smoke else ADD_RECIPE) + [
+            "--no-progress",
+            "--time-limit",
+            f"{limit:.0f}",
+            "--out",
+            str(session.scratch / "add-base.pt"),
+        ]
         graph = ["--cuda-graph"] if graphs_ok else ["--amp", "bf16"]  # (on a CPU the graph's step runs eagerly)
         if not graphs_ok:
             session.say("the multi-shape CUDA-graph test failed: the addition task trains eagerly, in bfloat16")
         status = train_log(session, "add", add_log, flags + graph, budget)
         budget = session.left() - BUDGETS["train"] - 5
-        if graph == ["--cuda-graph"] and status not in (0, None) \
-                and (options.smoke or budget - ADD_OVERHEAD >= MIN_ADD_TRAINING):
+        if (
+            graph == ["--cuda-graph"]
+            and status not in (0, None)
+            and (options.smoke or budget - ADD_OVERHEAD >= MIN_ADD_TRAINING)
+        ):
             add_log.rename(session.out / "add-base-gpu-graph-failed.log")
             session.say("the graphed run failed (its log: add-base-gpu-graph-failed.log): again eagerly, in bfloat16")
             flags[flags.index("--time-limit") + 1] = f"{3.0 if options.smoke else budget - ADD_OVERHEAD:.0f}"
             train_log(session, "add (eager)", add_log, flags + ["--amp", "bf16"], budget)
 
     # (d) the training command with its defaults: the test figure of the best weights, and --amp auto's choice
-    train_log(session, "train", results / "train-recipe-gpu.log",
-              (SMOKE_TRAIN if options.smoke else []) + ["--no-progress", "--out", str(session.scratch / "dates.pt")],
-              BUDGETS["train"])
+    train_log(
+        session,
+        "train",
+        results / "train-recipe-gpu.log",
+        (SMOKE_TRAIN if options.smoke else []) + ["--no-progress", "--out", str(session.scratch / "dates.pt")],
+        BUDGETS["train"],
+    )
 
     written = sorted(str(p.relative_to(session.out)) for p in session.out.rglob("*") if p.is_file())
     session.say(f"written in {session.out}: {', '.join(written)}")

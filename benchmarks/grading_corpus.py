@@ -10,7 +10,7 @@ own FOLDER is still on this machine, and the exit status is 1.
 
 The corpus is generated afresh on each run, deterministically, from committed files: the
 course's ``solutions/`` and ``notebooks/``, the variants below and the hostile class of
-``tests/grading/hostile_class.py``. Its inputs are hashed too (after the same normaliser), so a
+``tests/grading/scenarios/hostile_class.py``. Its inputs are hashed too (after the same normaliser), so a
 changed corpus shows as changed inputs, not as a change of the grader. The class:
 
 - ``solutions``: every lab fully answered from its solution;
@@ -45,10 +45,10 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "grading"))
+sys.path.insert(0, str(REPO))  # a script: the repository's tests package importable
 
-import hostile_class  # noqa: E402 - the hostile suite's builders, from tests/grading
-from grading_helpers import answered  # noqa: E402
+from tests.grading.helpers import answered  # noqa: E402
+from tests.grading.scenarios import hostile_class  # noqa: E402 - the hostile suite's builders
 
 # Wrong answers written as edits of a solution's code (between its markers), each one of the
 # mistakes that the checks' tests (tests/checks/, autograder/checks/variants.py) hand to a check;
@@ -99,8 +99,11 @@ def labs() -> list[str]:
 def _solution_cells(lab: str) -> dict[str, str]:
     """grade_id -> the solution cell's source, markers included, in the notebook's order."""
     nb = nbformat.read(str(REPO / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in nb.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def wrong(source: str) -> str | None:
@@ -145,8 +148,11 @@ def build(folder: Path, package: Path) -> tuple[Path, Path, Path, int]:
     (home / "secret.txt").write_text("HOME-SECRET-0451")
     count = 0
     for lab in labs():
-        for student, nb in (("solutions", answered(lab=lab)), ("wrong-a", wrong_variant(lab, 0)),
-                            ("wrong-b", wrong_variant(lab, 1))):
+        for student, nb in (
+            ("solutions", answered(lab=lab)),
+            ("wrong-a", wrong_variant(lab, 0)),
+            ("wrong-b", wrong_variant(lab, 1)),
+        ):
             path = inbox / student / lab / f"{lab}.ipynb"
             path.parent.mkdir(parents=True)
             nbformat.write(nb, str(path))
@@ -174,16 +180,21 @@ def _fixed_cell_ids(inbox: Path) -> None:
 
 
 # nbclient's record of when each cell ran, in an autograded notebook's cell metadata
-_CELL_TIMES = re.compile(rb'("(?:iopub\.execute_input|iopub\.status\.busy|iopub\.status\.idle|shell\.execute_reply)": )'
-                         rb'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"')
+_CELL_TIMES = re.compile(
+    rb'("(?:iopub\.execute_input|iopub\.status\.busy|iopub\.status\.idle|shell\.execute_reply)": )'
+    rb'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"'
+)
 # the grading's scratch folder, tempfile.mkdtemp(prefix="autograder-grade-") under /tmp
 _SCRATCH = re.compile(rb"/tmp/autograder-grade-[A-Za-z0-9_]+")
 # an object's address in Python's default repr, such as <torch._C.Generator at 0x7f04841f05b0>
 _ADDRESS = re.compile(rb" at 0x[0-9a-f]{6,16}\b")
 # the seam between two outputs of one stream, in nbconvert's HTML of the feedback
-_STREAM_SEAM = re.compile(rb'(<div class="output_subarea output_stream output_(std[a-z]+) output_text">\n<pre>'
-                          rb'(?:(?!</pre>).)*?)</pre>\n</div>\n</div>\n<div class="output_area">\n<div class="prompt">'
-                          rb'</div>\n<div class="output_subarea output_stream output_\2 output_text">\n<pre>', re.S)
+_STREAM_SEAM = re.compile(
+    rb'(<div class="output_subarea output_stream output_(std[a-z]+) output_text">\n<pre>'
+    rb'(?:(?!</pre>).)*?)</pre>\n</div>\n</div>\n<div class="output_area">\n<div class="prompt">'
+    rb'</div>\n<div class="output_subarea output_stream output_\2 output_text">\n<pre>',
+    re.S,
+)
 
 
 def _joined_streams(data: bytes) -> bytes:
@@ -192,8 +203,11 @@ def _joined_streams(data: bytes) -> bytes:
     for cell in nb.get("cells", []):
         joined: list[dict] = []
         for out in cell.get("outputs", []):
-            if (joined and out.get("output_type") == "stream" == joined[-1].get("output_type")
-                    and out.get("name") == joined[-1].get("name")):
+            if (
+                joined
+                and out.get("output_type") == "stream" == joined[-1].get("output_type")
+                and out.get("name") == joined[-1].get("name")
+            ):
                 text = "".join(joined[-1]["text"]) + "".join(out["text"])
                 joined[-1]["text"] = text.splitlines(keepends=True)
             else:
@@ -266,16 +280,36 @@ def grade(course: Path, home: Path, inbox: Path, jobs: int) -> tuple[float, subp
     env = dict(os.environ, HOME=str(home), AUTOGRADER_TEST_SECRET="ENV-SECRET-0451")
     hostile_class.ESCAPED.unlink(missing_ok=True)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "autograder", "--course", str(course), "grade", str(inbox),
-                           "--jobs", str(jobs), "--no-progress"], cwd=course, env=env, capture_output=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "--course",
+            str(course),
+            "grade",
+            str(inbox),
+            "--jobs",
+            str(jobs),
+            "--no-progress",
+        ],
+        cwd=course,
+        env=env,
+        capture_output=True,
+    )
     return time.perf_counter() - start, done
 
 
 def inputs(folder: Path) -> list[Path]:
     """What the corpus is made of: the submissions, HOME, and the course's own files."""
     course = folder / "course"
-    return [*_tree(folder / "inbox"), *_tree(folder / "home"), course / "nbgrader_config.py",
-            *_tree(course / "solutions"), *_tree(course / "notebooks")]
+    return [
+        *_tree(folder / "inbox"),
+        *_tree(folder / "home"),
+        course / "nbgrader_config.py",
+        *_tree(course / "solutions"),
+        *_tree(course / "notebooks"),
+    ]
 
 
 def outputs(folder: Path) -> list[Path]:
@@ -311,9 +345,16 @@ def _diff_first(name: str, golden: dict, folder: Path, repo: Path) -> None:
         return
     old = normalise((other / name).read_bytes(), name, other, Path(golden["repo"]))
     new = normalise((folder / name).read_bytes(), name, folder, repo)
-    lines = list(difflib.unified_diff(old.decode(errors="replace").splitlines(),
-                                      new.decode(errors="replace").splitlines(),
-                                      f"golden/{name}", f"this/{name}", lineterm="", n=2))
+    lines = list(
+        difflib.unified_diff(
+            old.decode(errors="replace").splitlines(),
+            new.decode(errors="replace").splitlines(),
+            f"golden/{name}",
+            f"this/{name}",
+            lineterm="",
+            n=2,
+        )
+    )
     print("\n".join(line[:300] for line in lines[:200]))
 
 
@@ -342,28 +383,51 @@ def run(folder: Path, jobs: int, package: Path) -> dict:
     import torch  # only its version, for the record
 
     record = dict(
-        date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), torch=torch.__version__,
-        python=sys.version.split()[0], commit=subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
-                                                             capture_output=True, text=True).stdout.strip(),
-        command=f"python -m autograder grade INBOX --jobs {jobs} --no-progress", submissions=count,
-        grade_seconds=round(seconds, 1), exit_status=done.returncode, folder=str(folder), repo=str(repo))
+        date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        torch=torch.__version__,
+        python=sys.version.split()[0],
+        commit=subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        command=f"python -m autograder grade INBOX --jobs {jobs} --no-progress",
+        submissions=count,
+        grade_seconds=round(seconds, 1),
+        exit_status=done.returncode,
+        folder=str(folder),
+        repo=str(repo),
+    )
     (folder / "run.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, nargs="?", default=None,
-                        help="where to build and grade the corpus, new or empty (default: a temporary folder)")
+    parser.add_argument(
+        "folder",
+        type=Path,
+        nargs="?",
+        default=None,
+        help="where to build and grade the corpus, new or empty (default: a temporary folder)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="where to write the hashes (default: nowhere)")
-    parser.add_argument("--compare", type=Path, default=None, metavar="GOLDEN.json",
-                        help="compare with a previous run's hashes; exit 1 if any file differs")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="GOLDEN.json",
+        help="compare with a previous run's hashes; exit 1 if any file differs",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (default: 2)")
-    parser.add_argument("--rehash", action="store_true",
-                        help="grade nothing: hash FOLDER's outputs again (a finished run's folder, after a "
-                             "change of the normaliser)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="build the corpus and hash its inputs, grade nothing (for the tests, seconds)")
+    parser.add_argument(
+        "--rehash",
+        action="store_true",
+        help="grade nothing: hash FOLDER's outputs again (a finished run's folder, after a change of the normaliser)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="build the corpus and hash its inputs, grade nothing (for the tests, seconds)",
+    )
     args = parser.parse_args()
     folder = (args.folder or Path(tempfile.mkdtemp(prefix="grading-corpus-"))).resolve()
     if args.rehash:
@@ -371,8 +435,14 @@ def main() -> int:
     else:
         if folder.exists() and any(folder.iterdir()):
             parser.error(f"{folder} is not empty")
-        package = Path(subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
-                                      check=True, capture_output=True, text=True).stdout.strip()).parent
+        package = Path(
+            subprocess.run(
+                [sys.executable, "-c", "import autograder; print(autograder.__file__)"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        ).parent
         if args.smoke:
             *_, count = build(folder, package)
             print(f"corpus: {count} submissions, {len(inputs(folder))} input files in {folder}")

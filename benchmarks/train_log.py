@@ -21,9 +21,35 @@ import sys
 import tempfile
 from pathlib import Path
 
-SMOKE = ["--task", "reverse", "--num-train", "64", "--num-valid", "8", "--num-test", "8", "--batch-size", "8",
-         "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--steps", "4",
-         "--eval-every", "2", "--eval-size", "8", "--device", "cpu", "--no-progress"]
+SMOKE = [
+    "--task",
+    "reverse",
+    "--num-train",
+    "64",
+    "--num-valid",
+    "8",
+    "--num-test",
+    "8",
+    "--batch-size",
+    "8",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--steps",
+    "4",
+    "--eval-every",
+    "2",
+    "--eval-size",
+    "8",
+    "--device",
+    "cpu",
+    "--no-progress",
+]
 
 
 def header(args: list[str]) -> str:
@@ -31,11 +57,14 @@ def header(args: list[str]) -> str:
     import torch
 
     load = os.getloadavg()[0]
-    machine = f"{os.cpu_count()}-core CPU machine" + (f", CUDA {torch.cuda.get_device_name()}"
-                                                      if torch.cuda.is_available() else "")
+    machine = f"{os.cpu_count()}-core CPU machine" + (
+        f", CUDA {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    )
     command = shlex.join(["python", "-m", "autograder", "train", *args])
-    return (f"$ {command}   # {datetime.date.today().isoformat()}, torch {torch.__version__}, {machine} "
-            f"(load average {load:.2f} at the start)")
+    return (
+        f"$ {command}   # {datetime.date.today().isoformat()}, torch {torch.__version__}, {machine} "
+        f"(load average {load:.2f} at the start)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,8 +89,13 @@ def main(argv: list[str] | None = None) -> int:
 
         put(header(args))
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # each line as it is printed
-        with subprocess.Popen([sys.executable, "-m", "autograder", "train", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env) as run:
+        with subprocess.Popen(
+            [sys.executable, "-m", "autograder", "train", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        ) as run:
             assert run.stdout is not None
             for line in run.stdout:
                 put(line.rstrip("\n"))

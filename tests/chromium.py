@@ -13,10 +13,12 @@ SKIP_REASON = "Chromium or chromedriver not installed (Debian: apt-get install c
 
 def find() -> tuple[str, str] | None:
     """(browser, chromedriver) paths, or None where either is missing."""
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-                   None)
+    browser = next(
+        (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None
+    )
     driver = shutil.which("chromedriver") or (
-        "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
+        "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
+    )
     return (browser, driver) if browser and driver else None
 
 
@@ -30,10 +32,20 @@ def start(profile: Path, window: str, timeout: float, console_log: bool = False)
     binary, driver_path = found
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--disable-extensions", f"--window-size={window}",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", f"--user-data-dir={profile}"]:
+    for arg in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--window-size={window}",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        f"--user-data-dir={profile}",
+    ]:
         options.add_argument(arg)
     if console_log:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

@@ -1,5 +1,7 @@
-"""Shared by every test folder: tests/ itself is importable (tests/chromium.py), and the tests
-are shared out between pytest-xdist's processes a file at a time.
+"""Shared by every test folder: the tests are shared out between pytest-xdist's processes a file
+at a time. ``tests`` is a package (every folder has its ``__init__.py``), so a test imports a
+helper module by its full name (``from tests.grading.helpers import ...``), never through
+``sys.path``.
 
 ``make test`` runs the suite on ``TEST_WORKERS`` processes (``pytest -n 2``): most tests wait
 on a kernel, a sandbox or a browser for much of their time, so two at once nearly halve the
@@ -7,12 +9,6 @@ wall time on two cores. The tests of one file run in one process, so a module's 
 class graded once for all its tests) runs once; the book's tests share one build (a session
 fixture), so the files of ``tests/book`` go to one process together.
 """
-
-import sys
-from pathlib import Path
-
-TESTS = Path(__file__).parent
-sys.path.insert(0, str(TESTS))
 
 TOGETHER = ("tests/book/",)  # folders whose files share a session fixture
 

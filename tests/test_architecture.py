@@ -1,6 +1,7 @@
 """Does the package keep its shape: no import circle, the grader's side apart from the sandboxed
-side (autograder/grading/__init__.py), short modules and functions, no standard-library names, no
-twin classes, nbgrader's cell metadata read in one module?
+side (autograder/grading/__init__.py), the grader's stations in the order a submission travels,
+short modules and functions, no standard-library names, no twin classes, nbgrader's cell metadata
+read in one module?
 
 Read with ``ast`` alone: no module of ``autograder`` is imported here, so a module that
 would misbehave on import cannot hide its own imports."""
@@ -23,6 +24,12 @@ WHY_LONG = re.compile(r"^\s*Why long:", re.MULTILINE)
 BOOK = PACKAGE.parent / "book"
 CELL_METADATA = "autograder.notebook_cells"  # the one module that reads nbgrader's cell metadata
 NBGRADER_KEY = "nbgrader"
+RAW_METADATA = ("fields", "_kept")  # notebook_cells' own readers of the raw dict
+# The grader's stations, in the order a submission travels through them, and what every station
+# may read beside them (the data that crosses between stations); pipeline runs the stations.
+STATIONS = ("intake", "run", "verdict", "output", "report")
+SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text")
+CONDUCTOR = "pipeline"
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -44,7 +51,7 @@ def _imported(node: ast.AST, name: str, is_package: bool) -> Iterator[str]:
         base = node.module or ""
         if node.level:
             here = name.split(".") if is_package else name.split(".")[:-1]
-            anchor = here[:len(here) - node.level + 1]
+            anchor = here[: len(here) - node.level + 1]
             base = ".".join([*anchor, *([base] if base else [])])
         yield base
         yield from (f"{base}.{alias.name}" for alias in node.names)
@@ -140,6 +147,58 @@ def test_the_grader_side_never_imports_the_sandboxed_side() -> None:
     assert crossings == {}
 
 
+def station_of(name: str) -> str | None:
+    """The station (or SHARED module, or CONDUCTOR) a module of the grader belongs to; None
+    outside the grader. Anything else at the grader's top level is named as it is, and fails."""
+    if not _on_side(name, GRADER) or name == GRADER:
+        return None
+    return name.removeprefix(GRADER + ".").split(".")[0]
+
+
+def backward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module -> the grader's modules it imports that it may not: a module of an earlier
+    station, or (for a SHARED module) any station."""
+    order = {station: i for i, station in enumerate(STATIONS)}
+    found: dict[str, list[str]] = {}
+    for name, targets in graph.items():
+        mine = station_of(name)
+        if mine is None or mine == CONDUCTOR:
+            continue
+        for target in sorted(targets):
+            theirs = station_of(target)
+            if theirs is None or theirs not in order:
+                continue
+            if mine in SHARED or mine in order and order[theirs] < order[mine]:
+                found.setdefault(name, []).append(target)
+    return found
+
+
+def test_the_grader_is_laid_out_in_stations() -> None:
+    """Is every module of the grader in a station (a package named in STATIONS), a module that
+    every station may read (SHARED) or the conductor, with nothing else at the top level?"""
+    graph = import_graph()
+    places = {station_of(name) for name in graph} - {None}
+    assert places == {*STATIONS, *SHARED, CONDUCTOR}
+    for station in STATIONS:
+        assert (PACKAGE / "grading" / "grader" / station / "__init__.py").is_file()
+
+
+def test_no_station_imports_an_earlier_one() -> None:
+    """Following a submission from intake to report, does any module of a later station import a
+    module of an earlier one (a step reaching back: what it needs should travel in its Job), or a
+    shared module import any station?"""
+    assert backward_imports(import_graph()) == {}
+
+
+def test_a_step_reaching_back_is_found() -> None:
+    """Would the rule above see the verdict station reading intake's record (what the record
+    step did before the Job carried the original id), and a shared module importing a station?"""
+    v, i = f"{GRADER}.verdict.save_verdicts", f"{GRADER}.intake.marks"
+    shared = f"{GRADER}.job"
+    assert backward_imports({v: {i}, i: set(), shared: {v}}) == {v: [i], shared: [v]}
+    assert backward_imports({i: {v}, v: set()}) == {}
+
+
 def test_no_module_is_over_the_line_count() -> None:
     """Is any module of autograder longer than MAX_LINES lines (split it by responsibility)?"""
     long = {name: n for name, path in modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
@@ -156,10 +215,13 @@ def test_no_module_is_named_like_the_standard_library() -> None:
 def test_no_two_grading_classes_share_a_name() -> None:
     """Do two classes of autograder/grading have the same name (a reader could not tell them
     apart in a traceback or a review)?"""
-    names = Counter(node.name for path in (PACKAGE / "grading").rglob("*.py")
-                    for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef))
+    names = Counter(
+        node.name
+        for path in (PACKAGE / "grading").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    )
     assert [name for name, count in names.items() if count > 1] == []
-
 
 
 def _is_key(node: ast.AST | None) -> bool:
@@ -172,14 +234,24 @@ def nbgrader_key_uses(tree: ast.AST) -> list[int]:
     ``"nbgrader" in m`` or ``cell.metadata.nbgrader``."""
     lines = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Subscript) and _is_key(node.slice)
-                or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("get", "pop", "setdefault") and bool(node.args) and _is_key(node.args[0])
-                or isinstance(node, ast.Dict) and any(_is_key(key) for key in node.keys)
-                or isinstance(node, ast.Compare) and _is_key(node.left)
-                and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
-                or isinstance(node, ast.Attribute) and node.attr == NBGRADER_KEY
-                and isinstance(node.value, ast.Attribute) and node.value.attr == "metadata"):
+        if (
+            isinstance(node, ast.Subscript)
+            and _is_key(node.slice)
+            or isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and bool(node.args)
+            and _is_key(node.args[0])
+            or isinstance(node, ast.Dict)
+            and any(_is_key(key) for key in node.keys)
+            or isinstance(node, ast.Compare)
+            and _is_key(node.left)
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            or isinstance(node, ast.Attribute)
+            and node.attr == NBGRADER_KEY
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "metadata"
+        ):
             lines.append(node.lineno)
     return sorted(lines)
 
@@ -187,17 +259,71 @@ def nbgrader_key_uses(tree: ast.AST) -> list[int]:
 def metadata_readers(root: Path = PACKAGE) -> dict[str, list[int]]:
     """Module -> the lines where it handles the ``"nbgrader"`` metadata key itself, for every
     module of the package but CELL_METADATA."""
-    found = {name: nbgrader_key_uses(ast.parse(path.read_text(), str(path))) for name, path in modules(root).items()
-             if name != CELL_METADATA}
+    found = {
+        name: nbgrader_key_uses(ast.parse(path.read_text(), str(path)))
+        for name, path in modules(root).items()
+        if name != CELL_METADATA
+    }
     return {name: lines for name, lines in found.items() if lines}
+
+
+def raw_metadata_reads(tree: ast.AST) -> list[int]:
+    """The lines where ``tree`` asks notebook_cells for the raw metadata dict (``fields``), to
+    read its entries itself, however notebook_cells was imported."""
+    aliases = {
+        alias.asname or alias.name.split(".")[-1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == CELL_METADATA
+    }
+    aliases |= {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "autograder"
+        for alias in node.names
+        if alias.name == "notebook_cells"
+    }
+    lines = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module == CELL_METADATA
+        and any(alias.name in RAW_METADATA for alias in node.names)
+    ]
+    lines += [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in RAW_METADATA
+        and (ast.unparse(node.value) in aliases or ast.unparse(node.value) == CELL_METADATA)
+    ]
+    return sorted(lines)
 
 
 def test_notebook_metadata_is_read_in_one_module() -> None:
     """Does a module of autograder other than notebook_cells subscript, .get, .pop or write the
-    "nbgrader" key of a cell's metadata (a grade id, a flag, points) itself, rather than asking
-    notebook_cells?"""
+    "nbgrader" key of a cell's metadata (a grade id, a flag, points) itself, or take the raw dict
+    from ``notebook_cells.fields`` to read it, rather than asking notebook_cells?"""
     assert CELL_METADATA in modules()
     assert metadata_readers() == {}
+    raw = {
+        name: lines
+        for name, path in modules().items()
+        if name != CELL_METADATA and (lines := raw_metadata_reads(ast.parse(path.read_text(), str(path))))
+    }
+    assert raw == {}
+
+
+def test_a_read_of_the_raw_metadata_is_found() -> None:
+    """Would the rule above see the raw dict taken from notebook_cells, by each way of importing it?"""
+    for code in (
+        "from autograder import notebook_cells as nbc\nnbc.fields(c).get('grade')",
+        "import autograder.notebook_cells\nautograder.notebook_cells.fields(c)",
+        "from autograder.notebook_cells import fields",
+    ):
+        assert raw_metadata_reads(ast.parse(code)) != [], code
+    assert raw_metadata_reads(ast.parse("from autograder import notebook_cells as nbc\nnbc.name_of(c)")) == []
 
 
 def shown_by_the_book(book: Path = BOOK) -> set[tuple[str, str]]:
@@ -221,8 +347,11 @@ def long_functions(root: Path = PACKAGE, limit: int = MAX_FUNCTION_LINES) -> dic
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
-            if lines > limit and not WHY_LONG.search(ast.get_docstring(node) or "") \
-                    and (path.name, node.name) not in shown:
+            if (
+                lines > limit
+                and not WHY_LONG.search(ast.get_docstring(node) or "")
+                and (path.name, node.name) not in shown
+            ):
                 long[f"{name}.{node.name}"] = lines
     return long
 

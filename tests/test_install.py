@@ -29,12 +29,28 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON312 = Path("/root/.pyenv/versions/3.12.1/bin/python3.12")
 LAB = "02-self-attention"
 # Versions a Colab runtime has carried since 2024 (Python 3.12): the wheel must accept them all.
-COLAB = {"torch": ["2.5.1", "2.6.0", "2.8.0", "2.9.0"], "numpy": ["1.26.4", "2.0.2", "2.3.1"],
-         "matplotlib": ["3.8.0", "3.10.0"], "tqdm": ["4.66.5", "4.67.1"], "safetensors": ["0.4.5", "0.5.3"],
-         "sacrebleu": []}  # not in Colab: the install cell brings it
-NOT_FOR_STUDENTS = {"jupyter-book", "selenium", "selenium-axe-python", "pytest", "pytest-xdist",
-                    "psycopg2-binary", "sqlalchemy", "sphinx-mathjax-offline", "sphinxcontrib-bibtex",
-                    "ruff", "mypy", "transformers"}
+COLAB = {
+    "torch": ["2.5.1", "2.6.0", "2.8.0", "2.9.0"],
+    "numpy": ["1.26.4", "2.0.2", "2.3.1"],
+    "matplotlib": ["3.8.0", "3.10.0"],
+    "tqdm": ["4.66.5", "4.67.1"],
+    "safetensors": ["0.4.5", "0.5.3"],
+    "sacrebleu": [],
+}  # not in Colab: the install cell brings it
+NOT_FOR_STUDENTS = {
+    "jupyter-book",
+    "selenium",
+    "selenium-axe-python",
+    "pytest",
+    "pytest-xdist",
+    "psycopg2-binary",
+    "sqlalchemy",
+    "sphinx-mathjax-offline",
+    "sphinxcontrib-bibtex",
+    "ruff",
+    "mypy",
+    "transformers",
+}
 
 
 def _pins(path: Path) -> dict[str, Requirement]:
@@ -51,18 +67,38 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "autograder", src / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheels")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(out), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out / wheel_name(autograder.__version__)
 
 
 # ----------------------------------------------------------------------------- Colab's Python 3.12
 
+
 @pytest.mark.skipif(not PYTHON312.is_file(), reason=f"no Python 3.12 at {PYTHON312}")
 def test_package_compiles_with_python_312(tmp_path):
     """Does every module of the package byte-compile with Python 3.12, Colab's Python?"""
-    run = subprocess.run([str(PYTHON312), "-m", "compileall", "-q", "autograder"], cwd=REPO,
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)})
+    run = subprocess.run(
+        [str(PYTHON312), "-m", "compileall", "-q", "autograder"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)},
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -74,17 +110,23 @@ def test_wheel_accepts_colab_versions(wheel):
     assert re.search(rf"^Version: {re.escape(autograder.__version__)}$", metadata, re.MULTILINE)
     python = re.search(r"^Requires-Python: (.+)$", metadata, re.MULTILINE).group(1)
     assert Requirement(f"python{python}").specifier.contains("3.12") and not Requirement(
-        f"python{python}").specifier.contains("3.10"), python
+        f"python{python}"
+    ).specifier.contains("3.10"), python
     declared = {r.name: r for r in map(Requirement, re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE))}
     assert set(declared) == set(COLAB)
     # F.scaled_dot_product_attention gives a fully masked row NaN before torch 2.5 (reference.fused)
     assert not declared["torch"].specifier.contains("2.4.1"), declared["torch"]
-    refused = [f"{name} {v} (wheel asks {declared[name].specifier})" for name, versions in COLAB.items()
-               for v in versions if not declared[name].specifier.contains(v)]
+    refused = [
+        f"{name} {v} (wheel asks {declared[name].specifier})"
+        for name, versions in COLAB.items()
+        for v in versions
+        if not declared[name].specifier.contains(v)
+    ]
     assert not refused, refused
 
 
 # ----------------------------------------------------------------------------- Binder
+
 
 def test_binder_pins_equal_the_course_pins():
     """Does binder/ ask for Python 3.11, torch from PyTorch's CPU index, the course's own pins, and
@@ -123,8 +165,24 @@ def test_binder_requirements_resolve(tmp_path):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("\n".join(local) + "\n")
     report = tmp_path / "report.json"
-    run = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                          "--report", str(report), "-r", str(requirements)], cwd=REPO, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            "-r",
+            str(requirements),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     report_items = json.loads(report.read_text())["install"]
     installed = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in report_items}
@@ -135,6 +193,7 @@ def test_binder_requirements_resolve(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the Colab path, offline
+
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
@@ -153,8 +212,12 @@ def _fresh_env(root: Path) -> Path:
     course package: no editable finder, no `transformer-course` metadata."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "env")], check=True)
     python = root / "env" / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     shared = root / "shared"
     shared.mkdir()
     ours = re.compile(r"(autograder|transformer.course)", re.IGNORECASE)

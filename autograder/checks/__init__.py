@@ -16,6 +16,6 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _info.name.startswith("ch"):
         _module = importlib.import_module(f"{__name__}.{_info.name}")
         for _name in dir(_module):
-            if _name.startswith("check_"):
+            if _name.startswith("check_") and _name not in __all__:  # a check re-exported by a second module
                 globals()[_name] = getattr(_module, _name)
                 __all__.append(_name)

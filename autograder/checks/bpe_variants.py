@@ -38,8 +38,9 @@ def _best_pair(counts: dict[bpe.Pair, int], ids: Mapping[str, int], tie: str) ->
     return min(counts, key=lambda p: (-counts[p], ids.get(p[0], 1 << 30), ids.get(p[1], 1 << 30)))
 
 
-def naive_train(words: Mapping[str, int], n_merges: int, special_tokens: Sequence[str], tie: str = "ids",
-                weighted: bool = True) -> list[bpe.Pair]:
+def naive_train(
+    words: Mapping[str, int], n_merges: int, special_tokens: Sequence[str], tie: str = "ids", weighted: bool = True
+) -> list[bpe.Pair]:
     """A slow trainer with knobs, to name mistakes: it recounts every pair after every merge."""
     ids = {tok: i for i, tok in enumerate(bpe._first_tokens(special_tokens))}
     seqs = [(list(w), c if weighted else 1) for w, c in words.items()]
@@ -58,7 +59,7 @@ def naive_train(words: Mapping[str, int], n_merges: int, special_tokens: Sequenc
             j = 0
             while j < len(symbols) - 1:
                 if symbols[j] == a and symbols[j + 1] == b:
-                    symbols[j:j + 2] = [a + b]
+                    symbols[j : j + 2] = [a + b]
                 j += 1
     return merges
 
@@ -74,15 +75,25 @@ def library_merges(text: str, vocab_size: int, special_tokens: Sequence[str]) ->
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(special_tokens),
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator([text], trainer)
     merges = json.loads(tok.to_str())["model"]["merges"]  # pairs, or "a b" strings in older versions
     return [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in merges]
 
 
-def encode_variant(text: str, vocab: Mapping[str, int], merges: Sequence[bpe.Pair], specials: Sequence[str],
-                   order: str = "rank", words: bool = True) -> list[int]:
+def encode_variant(
+    text: str,
+    vocab: Mapping[str, int],
+    merges: Sequence[bpe.Pair],
+    specials: Sequence[str],
+    order: str = "rank",
+    words: bool = True,
+) -> list[int]:
     """``bpe_encode`` with a mistake: merges by text order, or the text not cut into words."""
     rank = {tuple(m): r for r, m in enumerate(merges)}
     ids = []
@@ -97,7 +108,7 @@ def encode_variant(text: str, vocab: Mapping[str, int], merges: Sequence[bpe.Pai
                 if not found:
                     break
                 j = min(found)[1]
-                symbols[j:j + 2] = [symbols[j] + symbols[j + 1]]
+                symbols[j : j + 2] = [symbols[j] + symbols[j + 1]]
             ids += [vocab[s] for s in symbols]
     return ids
 

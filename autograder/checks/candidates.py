@@ -17,4 +17,3 @@ def is_remote(candidate: Any) -> bool:
     (autograder.grading.protocol.remote), looked up without importing the grading package."""
     remote = sys.modules.get("autograder.grading.protocol.remote")
     return remote is not None and isinstance(candidate, (remote.RemoteObject, remote.RemoteModule))
-

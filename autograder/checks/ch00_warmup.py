@@ -11,9 +11,18 @@ import torch
 from autograder.checks.core import call, check, expect_close, fail, forbidden, random_tensor, writes_back
 
 _RELU_OPS = [
-    "torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
-    "torch.Tensor.relu", "torch.Tensor.relu_", "torch.nn.ReLU.forward",
-    "torch.clamp", "torch.clip", "torch.Tensor.clamp", "torch.Tensor.clip", "torch.clamp_min",
+    "torch.relu",
+    "torch.relu_",
+    "torch.nn.functional.relu",
+    "torch.nn.functional.relu_",
+    "torch.Tensor.relu",
+    "torch.Tensor.relu_",
+    "torch.nn.ReLU.forward",
+    "torch.clamp",
+    "torch.clip",
+    "torch.Tensor.clamp",
+    "torch.Tensor.clip",
+    "torch.clamp_min",
     "torch.Tensor.clamp_min",
 ]
 _BUILD_RELU = "Build relu with torch.where (or a comparison and a product)."
@@ -40,15 +49,27 @@ def check_relu(relu, seed: int = 0) -> None:
         with forbidden(relu, _RELU_OPS, _BUILD_RELU), writes_back(relu, x):
             found = call(relu, x, what=what)
         if not torch.equal(x, before):
-            fail(what, "x left unchanged", "x was modified in place",
-                 mistake="an in-place operation on the input (x[x < 0] = 0 or x.clamp_(...))",
-                 hint="build a new tensor instead of writing into x.")
-        expect_close(what, found, expected, atol=0, rtol=0, mistakes={
-            "kept the negative values and zeroed the positive ones":
-                lambda x=x: torch.where(x < 0, x, torch.zeros((), dtype=x.dtype)),
-            "returned the absolute value": lambda x=x: x.abs(),
-            "returned the 0/1 mask (x > 0) instead of the values": lambda x=x: (x > 0).to(x.dtype),
-        })
+            fail(
+                what,
+                "x left unchanged",
+                "x was modified in place",
+                mistake="an in-place operation on the input (x[x < 0] = 0 or x.clamp_(...))",
+                hint="build a new tensor instead of writing into x.",
+            )
+        expect_close(
+            what,
+            found,
+            expected,
+            atol=0,
+            rtol=0,
+            mistakes={
+                "kept the negative values and zeroed the positive ones": lambda x=x: torch.where(
+                    x < 0, x, torch.zeros((), dtype=x.dtype)
+                ),
+                "returned the absolute value": lambda x=x: x.abs(),
+                "returned the 0/1 mask (x > 0) instead of the values": lambda x=x: (x > 0).to(x.dtype),
+            },
+        )
 
 
 @check
@@ -63,17 +84,31 @@ def check_mean_squared_error(mean_squared_error, seed: int = 0) -> None:
         expected = ((pred - target) ** 2).mean()
         with forbidden(mean_squared_error, _MSE_OPS, _BUILD_MSE):
             found = call(mean_squared_error, pred, target, what=what)
-        expect_close(what, found, expected, atol=1e-6, rtol=1e-5, mistakes={
-            "summed the squared errors instead of averaging them":
-                lambda pred=pred, target=target: ((pred - target) ** 2).sum(),
-            "did not square the differences": lambda pred=pred, target=target: (pred - target).mean(),
-            "averaged the absolute differences (that is the mean absolute error)":
-                lambda pred=pred, target=target: (pred - target).abs().mean(),
-            "took the square root (that is the root mean squared error)":
-                lambda pred=pred, target=target: ((pred - target) ** 2).mean().sqrt(),
-            "averaged over the last axis only, not over every element":
-                lambda pred=pred, target=target: ((pred - target) ** 2).mean(-1),
-            **{f"averaged over dim {dim} only, not over every element (the result is one number)":
-               (lambda pred=pred, target=target, dim=dim: ((pred - target) ** 2).mean(dim))
-               for dim in range(pred.dim() - 1)},  # every other axis of the input
-        })
+        expect_close(
+            what,
+            found,
+            expected,
+            atol=1e-6,
+            rtol=1e-5,
+            mistakes={
+                "summed the squared errors instead of averaging them": lambda pred=pred, target=target: (
+                    (pred - target) ** 2
+                ).sum(),
+                "did not square the differences": lambda pred=pred, target=target: (pred - target).mean(),
+                "averaged the absolute differences (that is the mean absolute error)": lambda pred=pred, target=target: (  # noqa: E501
+                    (pred - target).abs().mean()
+                ),
+                "took the square root (that is the root mean squared error)": lambda pred=pred, target=target: (
+                    ((pred - target) ** 2).mean().sqrt()
+                ),
+                "averaged over the last axis only, not over every element": lambda pred=pred, target=target: (
+                    (pred - target) ** 2
+                ).mean(-1),
+                **{
+                    f"averaged over dim {dim} only, not over every element (the result is one number)": (
+                        lambda pred=pred, target=target, dim=dim: ((pred - target) ** 2).mean(dim)
+                    )
+                    for dim in range(pred.dim() - 1)
+                },  # every other axis of the input
+            },
+        )

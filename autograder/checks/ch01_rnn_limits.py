@@ -13,22 +13,34 @@ from autograder import reference
 from autograder.checks.core import call, check, describe, expect_close, expect_equal, fail, forbidden, random_tensor
 
 _RNN_OPS = [
-    "torch.nn.RNN.forward", "torch.nn.RNNCell.forward", "torch.rnn_tanh", "torch.rnn_tanh_cell",
+    "torch.nn.RNN.forward",
+    "torch.nn.RNNCell.forward",
+    "torch.rnn_tanh",
+    "torch.rnn_tanh_cell",
     "autograder.reference.rnn_forward",
 ]
 _BUILD_RNN = "Write the loop over time yourself: h_t = tanh(x_t @ W_xh + h_{t-1} @ W_hh + b)."
-_BUILD_NORMS = ("Compute the Jacobians d h_L / d h_t yourself, by autograd "
-                "(torch.autograd.functional.jacobian) or as a product of one-step Jacobians.")
+_BUILD_NORMS = (
+    "Compute the Jacobians d h_L / d h_t yourself, by autograd "
+    "(torch.autograd.functional.jacobian) or as a product of one-step Jacobians."
+)
 _BUILD_FIELD = "Count the positions yourself: each layer of kernel size k widens the view by k - 1."
 
 
-def _rnn_inputs(batch: int, length: int, inputs: int, hidden: int, seed: int, dtype: torch.dtype,
-                recurrent_scale: float = 1.0) -> tuple[torch.Tensor, ...]:
+def _rnn_inputs(
+    batch: int,
+    length: int,
+    inputs: int,
+    hidden: int,
+    seed: int,
+    dtype: torch.dtype,
+    recurrent_scale: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """x, h0, W_xh, W_hh, b with W_hh scaled so that its gain is about ``recurrent_scale``."""
     x = random_tensor((batch, length, inputs), seed, dtype)
     h0 = random_tensor((batch, hidden), seed + 1, dtype, 0.5)
-    w_xh = random_tensor((inputs, hidden), seed + 2, dtype, inputs ** -0.5)
-    w_hh = random_tensor((hidden, hidden), seed + 3, dtype, recurrent_scale * hidden ** -0.5)
+    w_xh = random_tensor((inputs, hidden), seed + 2, dtype, inputs**-0.5)
+    w_hh = random_tensor((hidden, hidden), seed + 3, dtype, recurrent_scale * hidden**-0.5)
     b = random_tensor((hidden,), seed + 4, dtype, 0.1)
     return x, h0, w_xh, w_hh, b
 
@@ -54,39 +66,59 @@ def check_rnn_forward(rnn_forward, seed: int = 0) -> None:
     for i, (batch, length, inputs, hidden, dtype) in enumerate(cases):
         args = _rnn_inputs(batch, length, inputs, hidden, seed * 100 + 10 * i, dtype)
         x, h0, w_xh, w_hh, b = args
-        what = (f"rnn_forward for x {tuple(x.shape)}, h0 {tuple(h0.shape)}, W_xh {tuple(w_xh.shape)}, "
-                f"W_hh {tuple(w_hh.shape)}, {str(dtype)[6:]} (seed {seed})")
+        what = (
+            f"rnn_forward for x {tuple(x.shape)}, h0 {tuple(h0.shape)}, W_xh {tuple(w_xh.shape)}, "
+            f"W_hh {tuple(w_hh.shape)}, {str(dtype)[6:]} (seed {seed})"
+        )
         expected_out, expected_last = reference.rnn_forward(*args)
         with forbidden(rnn_forward, _RNN_OPS, _BUILD_RNN):
             found = call(rnn_forward, *args, what=what)
         if not isinstance(found, tuple) or len(found) != 2:
             fail(what, "a tuple (outputs (B, L, H), h_last (B, H))", describe(found))
         outputs, last = found
-        expect_close(f"{what}: outputs", outputs, expected_out, mistakes={
-            "no tanh: the hidden state must go through h_t = tanh(...)":
-                lambda args=args: _loop(*args, act=lambda a: a)[0],
-            "x_t and h_{t-1} multiplied by each other's weights (W_xh and W_hh swapped)":
-                lambda args=args: _loop(*args, swap=True)[0],
-            "h_{t-1} @ W_hh.T instead of h_{t-1} @ W_hh (nn.RNN stores its weights transposed)":
-                lambda args=args: _loop(*args, transpose=True)[0],
-            "the bias b is left out": lambda args=args: _loop(*args, bias=False)[0],
-            "outputs include h0 as well (L + 1 states): return h_1 .. h_L only":
-                lambda expected_out=expected_out, h0=h0: torch.cat([h0[:, None], expected_out], dim=1),
-            "outputs shifted by one step: they start with h0 and miss h_L":
-                lambda expected_out=expected_out, h0=h0: torch.cat([h0[:, None], expected_out[:, :-1]], dim=1),
-            "the outputs are not stacked along dim 1 (batch first: (B, L, H))":
-                lambda expected_out=expected_out: expected_out.transpose(0, 1),
-        })
-        expect_close(f"{what}: h_last", last, expected_last, mistakes={
-            "returns the first hidden state h_1 instead of the last, h_L":
-                lambda expected_out=expected_out: expected_out[:, 0],
-            "returns the initial state h0 instead of the last, h_L": h0,
-            "no tanh: the hidden state must go through h_t = tanh(...)":
-                lambda args=args: _loop(*args, act=lambda a: a)[1],
-        })
+        expect_close(
+            f"{what}: outputs",
+            outputs,
+            expected_out,
+            mistakes={
+                "no tanh: the hidden state must go through h_t = tanh(...)": lambda args=args: _loop(
+                    *args, act=lambda a: a
+                )[0],
+                "x_t and h_{t-1} multiplied by each other's weights (W_xh and W_hh swapped)": lambda args=args: _loop(
+                    *args, swap=True
+                )[0],
+                "h_{t-1} @ W_hh.T instead of h_{t-1} @ W_hh (nn.RNN stores its weights transposed)": lambda args=args: (
+                    _loop(*args, transpose=True)[0]
+                ),
+                "the bias b is left out": lambda args=args: _loop(*args, bias=False)[0],
+                "outputs include h0 as well (L + 1 states): return h_1 .. h_L only": lambda expected_out=expected_out, h0=h0: (  # noqa: E501
+                    torch.cat([h0[:, None], expected_out], dim=1)
+                ),
+                "outputs shifted by one step: they start with h0 and miss h_L": lambda expected_out=expected_out, h0=h0: (  # noqa: E501
+                    torch.cat([h0[:, None], expected_out[:, :-1]], dim=1)
+                ),
+                "the outputs are not stacked along dim 1 (batch first: (B, L, H))": lambda expected_out=expected_out: (
+                    expected_out.transpose(0, 1)
+                ),
+            },
+        )
+        expect_close(
+            f"{what}: h_last",
+            last,
+            expected_last,
+            mistakes={
+                "returns the first hidden state h_1 instead of the last, h_L": lambda expected_out=expected_out: (
+                    expected_out[:, 0]
+                ),
+                "returns the initial state h0 instead of the last, h_L": h0,
+                "no tanh: the hidden state must go through h_t = tanh(...)": lambda args=args: _loop(
+                    *args, act=lambda a: a
+                )[1],
+            },
+        )
 
 
-def _wrong_norms(x, h0, w_xh, w_hh, b, kind: str) -> torch.Tensor:
+def _wrong_norms(kind: str, x, h0, w_xh, w_hh, b) -> torch.Tensor:
     """Norms computed with one known mistake (batch element 0)."""
     hs = reference.rnn_forward(x[:1], h0[:1], w_xh, w_hh, b)[0][0]  # (L, H)
     length, hidden = hs.shape
@@ -122,29 +154,46 @@ def check_hidden_gradient_norms(hidden_gradient_norms, seed: int = 0) -> None:
     """Compare ``hidden_gradient_norms(x, h0, W_xh, W_hh, b)`` (Frobenius norms of
     d h_L / d h_t for t = 1..L, batch element 0) with the reference: a small and a large
     recurrent gain, length 1, float64."""
-    cases = [(2, 6, 3, 4, 0.7, torch.float32), (1, 1, 2, 3, 1.0, torch.float32),
-             (1, 9, 3, 5, 2.0, torch.float64), (3, 12, 2, 4, 0.5, torch.float64)]
+    cases = [
+        (2, 6, 3, 4, 0.7, torch.float32),
+        (1, 1, 2, 3, 1.0, torch.float32),
+        (1, 9, 3, 5, 2.0, torch.float64),
+        (3, 12, 2, 4, 0.5, torch.float64),
+    ]
     for i, (batch, length, inputs, hidden, gain, dtype) in enumerate(cases):
         args = _rnn_inputs(batch, length, inputs, hidden, seed * 100 + 10 * i, dtype, gain)
-        what = (f"hidden_gradient_norms for B={batch}, L={length}, I={inputs}, H={hidden}, "
-                f"recurrent gain {gain:g}, {str(dtype)[6:]} (seed {seed})")
+        what = (
+            f"hidden_gradient_norms for B={batch}, L={length}, I={inputs}, H={hidden}, "
+            f"recurrent gain {gain:g}, {str(dtype)[6:]} (seed {seed})"
+        )
         expected = reference.hidden_gradient_norms(*args)
         with forbidden(hidden_gradient_norms, ["autograder.reference.hidden_gradient_norms"], _BUILD_NORMS):
             found = call(hidden_gradient_norms, *args, what=what)
-        expect_close(what, found, expected, atol=1e-9, rtol=1e-4, mistakes={
-            "the norms are reversed in time: result[t-1] must be the norm for h_t, so the last entry "
-            "(t = L, the identity) is sqrt(H)": lambda expected=expected: expected.flip(0),
-            "norms of d h_t / d h_1 (how h_t depends on the start) instead of d h_L / d h_t":
-                lambda args=args: _wrong_norms(*args, "forward"),
-            "the one-step Jacobians are multiplied in the wrong order: "
-            "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda args=args: _wrong_norms(*args, "order"),
-            "the tanh derivative diag(1 - h^2) is left out of the one-step Jacobian":
-                lambda args=args: _wrong_norms(*args, "no_tanh"),
-            "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))":
-                lambda args=args: _wrong_norms(*args, "w_hh"),
-            "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t":
-                lambda args=args: _wrong_norms(*args, "gradient"),
-        })
+        expect_close(
+            what,
+            found,
+            expected,
+            atol=1e-9,
+            rtol=1e-4,
+            mistakes={
+                "the norms are reversed in time: result[t-1] must be the norm for h_t, so the last entry "
+                "(t = L, the identity) is sqrt(H)": lambda expected=expected: expected.flip(0),
+                "norms of d h_t / d h_1 (how h_t depends on the start) instead of d h_L / d h_t": lambda args=args: (
+                    _wrong_norms("forward", *args)
+                ),
+                "the one-step Jacobians are multiplied in the wrong order: "
+                "d h_L / d h_t = J_L J_(L-1) ... J_(t+1)": lambda args=args: _wrong_norms("order", *args),
+                "the tanh derivative diag(1 - h^2) is left out of the one-step Jacobian": lambda args=args: (
+                    _wrong_norms("no_tanh", *args)
+                ),
+                "the one-step Jacobian uses W_hh where it needs W_hh.T (h_{t+1} = tanh(h_t @ W_hh + ...))": lambda args=args: (  # noqa: E501
+                    _wrong_norms("w_hh", *args)
+                ),
+                "norms of the gradient of sum(h_L), a vector, instead of the full Jacobian d h_L / d h_t": lambda args=args: (  # noqa: E501
+                    _wrong_norms("gradient", *args)
+                ),
+            },
+        )
 
 
 @check
@@ -153,8 +202,10 @@ def check_receptive_field(receptive_field, seed: int = 0) -> None:
     seeded random sizes, including one layer, no layer and kernel size 1."""
     gen = torch.Generator().manual_seed(seed)
     cases = [(3, 3), (3, 1), (2, 4), (5, 0), (1, 10), (7, 3)]
-    cases += [(int(torch.randint(2, 10, (1,), generator=gen)), int(torch.randint(1, 12, (1,), generator=gen)))
-              for _ in range(4)]
+    cases += [
+        (int(torch.randint(2, 10, (1,), generator=gen)), int(torch.randint(1, 12, (1,), generator=gen)))
+        for _ in range(4)
+    ]
     for k, n in cases:
         what = f"receptive_field(kernel_size={k}, num_layers={n})"
         expected = reference.receptive_field(k, n)
@@ -168,7 +219,6 @@ def check_receptive_field(receptive_field, seed: int = 0) -> None:
             "k * n: the layers overlap, each adds only k - 1 new positions": k * n,
             "off by one: n (k - 1) forgets the output position itself": n * (k - 1),
             "off by one: one position too many": n * (k - 1) + 2,
-            "k ** n: that is the growth with dilations multiplied by k at each layer, not of a plain stack":
-                k ** n,
+            "k ** n: that is the growth with dilations multiplied by k at each layer, not of a plain stack": k**n,
         }
         expect_equal(what, int(found), expected, {m: v for m, v in mistakes.items() if v != expected})

@@ -13,8 +13,13 @@ from autograder.checks.core import call, check, describe, dtype_name, expect_clo
 from autograder.checks.variants import NO_SCALE, SCALE_BY_DH, wrong_attention
 
 _SOFTMAX_OPS = [
-    "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.special.softmax",
-    "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax",
+    "torch.softmax",
+    "torch.nn.functional.softmax",
+    "torch.Tensor.softmax",
+    "torch.special.softmax",
+    "torch.log_softmax",
+    "torch.nn.functional.log_softmax",
+    "torch.Tensor.log_softmax",
     "autograder.reference.softmax",
 ]
 _BUILD_SOFTMAX = "Build softmax from torch.exp, a maximum and a sum."
@@ -33,37 +38,49 @@ def check_softmax(softmax, seed: int = 0) -> None:
         ((3, 4), -1, 1.0, "float32"),  # with -inf entries and a row of -inf (a fully masked row)
     ]
     for i, (shape, dim, scale, dtype) in enumerate(cases):
-        _check_softmax_case(softmax, seed, seed * 100 + i, shape, dim, scale, getattr(torch, dtype),
-                            with_inf=i == len(cases) - 1)
+        _check_softmax_case(
+            softmax, seed, seed * 100 + i, shape, dim, scale, getattr(torch, dtype), with_inf=i == len(cases) - 1
+        )
 
 
-def _check_softmax_case(softmax, seed: int, s: int, shape: tuple, dim: int, scale: float, dtype,
-                        with_inf: bool) -> None:
+def _check_softmax_case(
+    softmax, seed: int, s: int, shape: tuple, dim: int, scale: float, dtype, with_inf: bool
+) -> None:
     __tracebackhide__ = True
     x = random_tensor(shape, s, dtype, scale)
     if with_inf:
         x[0, 1] = x[2, 0] = float("-inf")
         x[1] = float("-inf")
     label = ", with -inf entries and a row of -inf" if with_inf else ""
-    what = (f"softmax(x, dim={dim}) for x of shape {shape}, {dtype_name(dtype)}, values of size ~{scale:g}{label} "
-            f"(seed {seed})")
+    what = (
+        f"softmax(x, dim={dim}) for x of shape {shape}, {dtype_name(dtype)}, values of size ~{scale:g}{label} "
+        f"(seed {seed})"
+    )
     expected = reference.softmax(x, dim=dim)
     with forbidden(softmax, _SOFTMAX_OPS, _BUILD_SOFTMAX):
         found = call(softmax, x, dim=dim, what=what)
     mistakes = {}
     if with_inf:
-        mistakes["a row of -inf gives NaN (its maximum is -inf and -inf - (-inf) is NaN): "
-                 "it must give zeros, so shift such rows by 0 and never divide by a zero sum"] = \
-            lambda: torch.exp(x - x.amax(dim, keepdim=True)) / torch.exp(x - x.amax(dim, keepdim=True)).sum(
-                dim, keepdim=True)
-    mistakes.update({  # every axis of x but dim: the words say which was used and which was wanted
-        f"normalised over dim {other} instead of dim {dim}": functools.partial(reference.softmax, x, dim=other)
-        for other in variants.wrong_axes(x.dim(), dim)})
-    mistakes.update({
-        "exp(x) not divided by its sum": lambda: torch.exp(x - x.amax(dim, keepdim=True)),
-        "the maximum is not subtracted first, so exp overflows to inf and inf/inf gives NaN":
-            lambda: torch.exp(x) / torch.exp(x).sum(dim, keepdim=True),
-    })
+        mistakes[
+            "a row of -inf gives NaN (its maximum is -inf and -inf - (-inf) is NaN): "
+            "it must give zeros, so shift such rows by 0 and never divide by a zero sum"
+        ] = lambda: (
+            torch.exp(x - x.amax(dim, keepdim=True)) / torch.exp(x - x.amax(dim, keepdim=True)).sum(dim, keepdim=True)
+        )
+    mistakes.update(
+        {  # every axis of x but dim: the words say which was used and which was wanted
+            f"normalised over dim {other} instead of dim {dim}": functools.partial(reference.softmax, x, dim=other)
+            for other in variants.wrong_axes(x.dim(), dim)
+        }
+    )
+    mistakes.update(
+        {
+            "exp(x) not divided by its sum": lambda: torch.exp(x - x.amax(dim, keepdim=True)),
+            "the maximum is not subtracted first, so exp overflows to inf and inf/inf gives NaN": lambda: (
+                torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)
+            ),
+        }
+    )
     expect_close(what, found, expected, atol=1e-6, rtol=1e-5, mistakes=mistakes)
 
 
@@ -86,8 +103,9 @@ _SELF_ATTENTION_OPS = [
     "autograder.reference.self_attention",
     "autograder.reference.MultiHeadAttention",
 ]
-_BUILD_SELF_ATTENTION = ("Project x to queries, keys and values (x @ W_q, ...) and attend with your "
-                         "scaled_dot_product_attention.")
+_BUILD_SELF_ATTENTION = (
+    "Project x to queries, keys and values (x @ W_q, ...) and attend with your scaled_dot_product_attention."
+)
 
 
 def _weights(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -98,8 +116,12 @@ def _sdpa_variants(q, k, v, mask=None) -> dict:
     """The catalogue of wrong answers for scaled dot-product attention, as (output, weights)."""
     names = [NO_SCALE, SCALE_BY_DH, *(variants.MASK_MISTAKES if mask is not None else ())]
     wrong = {name: functools.partial(wrong_attention, q, k, v, mask, name) for name in names}
-    wrong.update({name: functools.partial(wrong_attention, q, k, v, mask, name, softmax_dim=dim)
-                  for name, dim in variants.softmax_axis_mistakes(q.dim()).items()})  # scores: as many axes as q
+    wrong.update(
+        {
+            name: functools.partial(wrong_attention, q, k, v, mask, name, softmax_dim=dim)
+            for name, dim in variants.softmax_axis_mistakes(q.dim()).items()
+        }
+    )  # scores: as many axes as q
     return wrong
 
 
@@ -110,43 +132,64 @@ def _compare_attention(what: str, found, expected_out, expected_w, variants: dic
         fail(what, "a tuple (output, weights)", describe(found))
     out, w = found
     swapped = "weights and output swapped: return (output, weights)"
-    expect_close(f"{what}: weights", w, expected_w, mistakes={
-        swapped: expected_out, **{name: (lambda f=f: f()[1]) for name, f in variants.items()}})
-    expect_close(f"{what}: output", out, expected_out, mistakes={
-        swapped: expected_w, **{name: (lambda f=f: f()[0]) for name, f in variants.items()},
-        "output computed from the keys instead of the values": lambda: expected_w @ keys,
-    })
+    expect_close(
+        f"{what}: weights",
+        w,
+        expected_w,
+        mistakes={swapped: expected_out, **{name: (lambda f=f: f()[1]) for name, f in variants.items()}},
+    )
+    expect_close(
+        f"{what}: output",
+        out,
+        expected_out,
+        mistakes={
+            swapped: expected_w,
+            **{name: (lambda f=f: f()[0]) for name, f in variants.items()},
+            "output computed from the keys instead of the values": lambda: expected_w @ keys,
+        },
+    )
 
 
 @check
 def check_single_query_attention(single_query_attention, seed: int = 0) -> None:
     """Compare ``single_query_attention(q, K, V)`` with the reference: several sizes, one key,
     large scores, float64."""
-    cases = [(6, 8, 5, 1.0, torch.float32), (1, 4, 3, 1.0, torch.float32),
-             (9, 16, 16, 3.0, torch.float32), (5, 3, 7, 1.0, torch.float64)]
+    cases = [
+        (6, 8, 5, 1.0, torch.float32),
+        (1, 4, 3, 1.0, torch.float32),
+        (9, 16, 16, 3.0, torch.float32),
+        (5, 3, 7, 1.0, torch.float64),
+    ]
     for i, case in enumerate(cases):
         _check_single_query_case(single_query_attention, seed, seed * 100 + 10 * i, *case)
 
 
-def _check_single_query_case(single_query_attention, seed: int, base: int, lk: int, dh: int, dv: int,
-                             scale: float, dtype) -> None:
+def _check_single_query_case(
+    single_query_attention, seed: int, base: int, lk: int, dh: int, dv: int, scale: float, dtype
+) -> None:
     __tracebackhide__ = True
     q = random_tensor((dh,), base, dtype, scale)
     k = random_tensor((lk, dh), base + 1, dtype, scale)
     v = random_tensor((lk, dv), base + 2, dtype)
-    what = (f"single_query_attention(q, K, V) for q {(dh,)}, K {(lk, dh)}, V {(lk, dv)}, "
-            f"{dtype_name(dtype)} (seed {seed})")
+    what = (
+        f"single_query_attention(q, K, V) for q {(dh,)}, K {(lk, dh)}, V {(lk, dv)}, {dtype_name(dtype)} (seed {seed})"
+    )
     expected = reference.single_query_attention(q, k, v)
     with forbidden(single_query_attention, _ATTENTION_OPS, _BUILD_ATTENTION):
         found = call(single_query_attention, q, k, v, what=what)
     weights = reference.softmax(k @ q / math.sqrt(dh), dim=-1)
-    expect_close(what, found, expected, mistakes={
-        "returns the attention weights (Lk,) instead of the weighted sum of the values (Dv,)": weights,
-        NO_SCALE: lambda: reference.softmax(k @ q, dim=-1) @ v,
-        SCALE_BY_DH: lambda: reference.softmax(k @ q / dh, dim=-1) @ v,
-        "no softmax: the raw scores weight the values": lambda: (k @ q / math.sqrt(dh)) @ v,
-        "the keys are summed instead of the values": lambda: weights @ k,
-    })
+    expect_close(
+        what,
+        found,
+        expected,
+        mistakes={
+            "returns the attention weights (Lk,) instead of the weighted sum of the values (Dv,)": weights,
+            NO_SCALE: lambda: reference.softmax(k @ q, dim=-1) @ v,
+            SCALE_BY_DH: lambda: reference.softmax(k @ q / dh, dim=-1) @ v,
+            "no softmax: the raw scores weight the values": lambda: (k @ q / math.sqrt(dh)) @ v,
+            "the keys are summed instead of the values": lambda: weights @ k,
+        },
+    )
 
 
 def _attention_cases(seed: int) -> list:
@@ -206,27 +249,36 @@ def check_self_attention(self_attention, seed: int = 0) -> None:
         _check_self_attention_case(self_attention, seed, seed * 100 + 10 * i, *case)
 
 
-def _check_self_attention_case(self_attention, seed: int, base: int, batch: int, length: int, d: int, dh: int,
-                               dv: int, dtype) -> None:
+def _check_self_attention_case(
+    self_attention, seed: int, base: int, batch: int, length: int, d: int, dh: int, dv: int, dtype
+) -> None:
     __tracebackhide__ = True
     x = random_tensor((batch, length, d), base, dtype)
-    w_q = random_tensor((d, dh), base + 1, dtype, d ** -0.5)
-    w_k = random_tensor((d, dh), base + 2, dtype, d ** -0.5)
-    w_v = random_tensor((d, dv), base + 3, dtype, d ** -0.5)
-    what = (f"self_attention(x, W_q, W_k, W_v) for x {tuple(x.shape)}, W_q and W_k {(d, dh)}, "
-            f"W_v {(d, dv)}, {dtype_name(dtype)} (seed {seed})")
+    w_q = random_tensor((d, dh), base + 1, dtype, d**-0.5)
+    w_k = random_tensor((d, dh), base + 2, dtype, d**-0.5)
+    w_v = random_tensor((d, dv), base + 3, dtype, d**-0.5)
+    what = (
+        f"self_attention(x, W_q, W_k, W_v) for x {tuple(x.shape)}, W_q and W_k {(d, dh)}, "
+        f"W_v {(d, dv)}, {dtype_name(dtype)} (seed {seed})"
+    )
     expected_out, expected_w = reference.self_attention(x, w_q, w_k, w_v)
     q, k, v = x @ w_q, x @ w_k, x @ w_v
     mistakes = _sdpa_variants(q, k, v)
-    mistakes.update({
-        "queries and keys swapped (x @ W_k as queries): the weights come out transposed":
-            lambda: reference.scaled_dot_product_attention(k, q, v),
-        "scores divided by sqrt(D), the model width, instead of sqrt(Dh), the width of q and k":
-            lambda: (_weights(q @ k.transpose(-2, -1) / math.sqrt(d)) @ v,
-                     _weights(q @ k.transpose(-2, -1) / math.sqrt(d))),
-        "the values are not projected: weights @ x instead of weights @ (x @ W_v)":
-            lambda: (expected_w @ x, expected_w),
-    })
+    mistakes.update(
+        {
+            "queries and keys swapped (x @ W_k as queries): the weights come out transposed": lambda: (
+                reference.scaled_dot_product_attention(k, q, v)
+            ),
+            "scores divided by sqrt(D), the model width, instead of sqrt(Dh), the width of q and k": lambda: (
+                _weights(q @ k.transpose(-2, -1) / math.sqrt(d)) @ v,
+                _weights(q @ k.transpose(-2, -1) / math.sqrt(d)),
+            ),
+            "the values are not projected: weights @ x instead of weights @ (x @ W_v)": lambda: (
+                expected_w @ x,
+                expected_w,
+            ),
+        }
+    )
     with forbidden(self_attention, _SELF_ATTENTION_OPS, _BUILD_SELF_ATTENTION):
         found = call(self_attention, x, w_q, w_k, w_v, what=what)
     _compare_attention(what, found, expected_out, expected_w, mistakes, k)

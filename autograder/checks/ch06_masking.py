@@ -1,4 +1,5 @@
-"""Checks for lab 06-masking (chapter 6).
+"""Checks for lab 06-masking (chapter 6): the masks and masked attention. The leak test is
+checked in ``ch06_leaks_future`` (``check_leaks_future`` is importable from here too).
 
 Shape letters: B batch, H heads, L length, T target length, Lq query length,
 Lk key length, D d_model, Dh size of one head. Masks are boolean, True = may attend.
@@ -6,13 +7,13 @@ Lk key length, D d_model, Dh size of one head. Masks are boolean, True = may att
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from autograder import reference
+from autograder.checks.ch06_leaks_future import check_leaks_future as check_leaks_future  # re-exported
 from autograder.checks.core import (
     call,
     check,
@@ -34,11 +35,12 @@ from autograder.checks.variants import (
     softmax_axis_mistakes,
     wrong_attention,
 )
-from autograder.reference.leaks import leaks_future as _reference_leaks_future
 
-_BOOL_HINT = ("masks are boolean, True = may attend: a comparison such as `tokens != pad_id` or "
-              "`torch.ones(..., dtype=torch.bool)` is already boolean; do not convert it with "
-              ".int(), .long() or .float(), and do not build a float mask of 0 and -inf.")
+_BOOL_HINT = (
+    "masks are boolean, True = may attend: a comparison such as `tokens != pad_id` or "
+    "`torch.ones(..., dtype=torch.bool)` is already boolean; do not convert it with "
+    ".int(), .long() or .float(), and do not build a float mask of 0 and -inf."
+)
 
 
 def _tokens(seed: int, batch: int, length: int, pad_id: int, fully_padded_row: bool) -> Tensor:
@@ -75,20 +77,35 @@ def check_padding_mask(padding_mask, seed: int = 0) -> None:
         b, length = tokens.shape
         what = f"padding_mask(tokens, pad_id={pad_id}) for tokens {tokens.tolist()}"
         expected = reference.padding_mask(tokens, pad_id)
-        with forbidden(padding_mask, ["autograder.reference.padding_mask"],
-                       "Compare the tokens with pad_id and add the broadcast axes yourself."):
+        with forbidden(
+            padding_mask,
+            ["autograder.reference.padding_mask"],
+            "Compare the tokens with pad_id and add the broadcast axes yourself.",
+        ):
             found = call(padding_mask, tokens.clone(), pad_id, what=what)
-        expect_shape(what, found, (b, 1, 1, length), mistakes={
-            "(B, L): add the two broadcast axes, (B, 1, 1, L), so the mask broadcasts over heads and queries":
-                (b, length),
-            "(B, 1, L): one axis short of (B, 1, 1, L)": (b, 1, length),
-            "(B, 1, L, 1): a padding mask runs along the keys (the last axis), not the queries":
-                (b, 1, length, 1),
-        })
-        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
-            "polarity inverted: True marks padding, but True must mean 'may attend'": ~expected,
-            "the mask compares with 0 instead of pad_id": (tokens != 0)[:, None, None, :],
-        })
+        expect_shape(
+            what,
+            found,
+            (b, 1, 1, length),
+            mistakes={
+                "(B, L): add the two broadcast axes, (B, 1, 1, L), so the mask broadcasts over heads and queries": (
+                    b,
+                    length,
+                ),
+                "(B, 1, L): one axis short of (B, 1, 1, L)": (b, 1, length),
+                "(B, 1, L, 1): a padding mask runs along the keys (the last axis), not the queries": (b, 1, length, 1),
+            },
+        )
+        expect_equal(
+            what,
+            found,
+            expected,
+            hint=_BOOL_HINT if found.dtype != torch.bool else None,
+            mistakes={
+                "polarity inverted: True marks padding, but True must mean 'may attend'": ~expected,
+                "the mask compares with 0 instead of pad_id": (tokens != 0)[:, None, None, :],
+            },
+        )
 
 
 @check
@@ -99,19 +116,29 @@ def check_causal_mask(causal_mask, seed: int = 0) -> None:
     for length in (5, 2, int(torch.randint(3, 65, (1,), generator=g)), 1):  # 1 last: every mistake looks alike there
         what = f"causal_mask({length})"
         expected = reference.causal_mask(length)
-        with forbidden(causal_mask, ["autograder.reference.causal_mask",
-                                     "torch.nn.Transformer.generate_square_subsequent_mask",
-                                     "torch.nn.modules.transformer._generate_square_subsequent_mask"],
-                       "Build the lower triangle yourself (torch.ones and torch.tril, or a comparison "
-                       "of two aranges)."):
+        with forbidden(
+            causal_mask,
+            [
+                "autograder.reference.causal_mask",
+                "torch.nn.Transformer.generate_square_subsequent_mask",
+                "torch.nn.modules.transformer._generate_square_subsequent_mask",
+            ],
+            "Build the lower triangle yourself (torch.ones and torch.tril, or a comparison of two aranges).",
+        ):
             found = call(causal_mask, length, what=what)
         expect_shape(what, found, (length, length))
         ones = torch.ones(length, length, dtype=torch.bool)
-        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
-            "polarity inverted: True marks the future, but True must mean 'may attend'": ~expected,
-            "diagonal blocked: a position must be able to attend to itself (j <= i, not j < i)": ones.tril(-1),
-            "transposed (upper triangle): rows are queries, so row i may attend to columns j <= i": ones.triu(),
-        })
+        expect_equal(
+            what,
+            found,
+            expected,
+            hint=_BOOL_HINT if found.dtype != torch.bool else None,
+            mistakes={
+                "polarity inverted: True marks the future, but True must mean 'may attend'": ~expected,
+                "diagonal blocked: a position must be able to attend to itself (j <= i, not j < i)": ones.tril(-1),
+                "transposed (upper triangle): rows are queries, so row i may attend to columns j <= i": ones.triu(),
+            },
+        )
 
 
 @check
@@ -122,25 +149,38 @@ def check_decoder_self_attention_mask(decoder_self_attention_mask, seed: int = 0
         b, t = tgt.shape
         what = f"decoder_self_attention_mask(tgt, pad_id={pad_id}) for tgt {tgt.tolist()}"
         expected = reference.decoder_self_attention_mask(tgt, pad_id)
-        with forbidden(decoder_self_attention_mask, ["autograder.reference.decoder_self_attention_mask"],
-                       "Combine a padding mask and a causal mask yourself (you may call your own "
-                       "padding_mask and causal_mask, or the reference's)."):
+        with forbidden(
+            decoder_self_attention_mask,
+            ["autograder.reference.decoder_self_attention_mask"],
+            "Combine a padding mask and a causal mask yourself (you may call your own "
+            "padding_mask and causal_mask, or the reference's).",
+        ):
             found = call(decoder_self_attention_mask, tgt.clone(), pad_id, what=what)
-        expect_shape(what, found, (b, 1, t, t), mistakes={
-            "(T, T): the causal mask alone, without the target padding": (t, t),
-            "(B, T, T): keep the head axis, (B, 1, T, T)": (b, t, t),
-        })
+        expect_shape(
+            what,
+            found,
+            (b, 1, t, t),
+            mistakes={
+                "(T, T): the causal mask alone, without the target padding": (t, t),
+                "(B, T, T): keep the head axis, (B, 1, T, T)": (b, t, t),
+            },
+        )
         pad = reference.padding_mask(tgt, pad_id)  # (B, 1, 1, T)
         causal = reference.causal_mask(t)  # (T, T)
-        expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes={
-            "target padding ignored (the causal mask alone)": causal.expand(b, 1, t, t),
-            "causal mask missing (the padding mask alone)": pad.expand(b, 1, t, t),
-            "padding OR causal: a position must pass both masks (AND)": pad | causal,
-            "padding applied to the queries (rows) instead of the keys (columns)":
-                pad.transpose(-2, -1) & causal,
-            "diagonal blocked in the causal part": pad & causal.tril(-1),
-            "polarity inverted: True must mean 'may attend'": ~expected,
-        })
+        expect_equal(
+            what,
+            found,
+            expected,
+            hint=_BOOL_HINT if found.dtype != torch.bool else None,
+            mistakes={
+                "target padding ignored (the causal mask alone)": causal.expand(b, 1, t, t),
+                "causal mask missing (the padding mask alone)": pad.expand(b, 1, t, t),
+                "padding OR causal: a position must pass both masks (AND)": pad | causal,
+                "padding applied to the queries (rows) instead of the keys (columns)": pad.transpose(-2, -1) & causal,
+                "diagonal blocked in the causal part": pad & causal.tril(-1),
+                "polarity inverted: True must mean 'may attend'": ~expected,
+            },
+        )
 
 
 # ----------------------------------------------------------------------------- masked attention
@@ -151,22 +191,35 @@ _ATTENTION_MISTAKES = (MASK_AFTER_SOFTMAX, MASK_FILLED_FINITE, NAN_ROWS, MASK_IN
 
 def _attention_cases(seed: int) -> list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]]:
     g = generator(seed)
-    cases = []
+    cases: list[tuple[str, Tensor, Tensor, Tensor, Tensor | None]] = []
     q, k, v = (random_tensor((2, 2, 5, 4), seed * 10 + i) for i in range(3))
     cases.append(("causal mask (5, 5), q k v (2, 2, 5, 4)", q, k, v, reference.causal_mask(5)))
     tokens = torch.tensor([[4, 2, 7, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
     q, k, v = (random_tensor(s, seed * 10 + 3 + i) for i, s in enumerate([(2, 1, 4, 8), (2, 1, 6, 8), (2, 1, 6, 3)]))
-    cases.append(("padding mask (2, 1, 1, 6) with a fully padded sequence, q (2, 1, 4, 8), k (2, 1, 6, 8)",
-                  q, k, v, reference.padding_mask(tokens, 0)))
+    cases.append(
+        (
+            "padding mask (2, 1, 1, 6) with a fully padded sequence, q (2, 1, 4, 8), k (2, 1, 6, 8)",
+            q,
+            k,
+            v,
+            reference.padding_mask(tokens, 0),
+        )
+    )
     tgt = torch.tensor([[0, 5, 6, 0], [3, 0, 0, 0], [1, 2, 3, 4]])
     q, k, v = (random_tensor((3, 2, 4, 6), seed * 10 + 6 + i, torch.float64) for i in range(3))
-    cases.append(("decoder mask (3, 1, 4, 4) whose first row is fully masked, float64",
-                  q, k, v, reference.decoder_self_attention_mask(tgt, 0)))
+    cases.append(
+        (
+            "decoder mask (3, 1, 4, 4) whose first row is fully masked, float64",
+            q,
+            k,
+            v,
+            reference.decoder_self_attention_mask(tgt, 0),
+        )
+    )
     mask = torch.rand(4, 5, generator=g) > 0.4  # (Lq, Lk)
     mask[1] = False
     q, k, v = (random_tensor(s, seed * 10 + 9 + i) for i, s in enumerate([(3, 4, 8), (3, 5, 8), (3, 5, 8)]))
-    cases.append(("a random (4, 5) mask with row 1 fully masked, q (3, 4, 8) without a head axis",
-                  q, k, v, mask))
+    cases.append(("a random (4, 5) mask with row 1 fully masked, q (3, 4, 8) without a head axis", q, k, v, mask))
     # Large scores: every allowed score is about -2e4, far below a -1e4 fill.
     q = torch.full((1, 1, 3, 4), 100.0)
     k = -100.0 * (1 + random_tensor((1, 1, 4, 4), seed + 50).abs() * 0.01)
@@ -184,119 +237,59 @@ def check_masked_attention(masked_attention, seed: int = 0) -> None:
     """Compare ``masked_attention(q, k, v, attn_mask)`` -> ``(output, weights)`` with the
     reference: causal, padding and decoder masks, fully masked rows (zero weights and zero
     output, no NaN), large scores (where a -1e4 fill leaks), no mask, float64."""
-    instead = ("Compute the scores, fill the masked ones with -inf before torch.softmax, and give "
-               "fully masked rows zero weights yourself.")
-    targets = ["torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention.forward",
-               "torch.nn.functional.multi_head_attention_forward",
-               "autograder.reference.scaled_dot_product_attention", "autograder.reference.self_attention",
-               "autograder.reference.softmax", "autograder.reference.MultiHeadAttention"]
+    instead = (
+        "Compute the scores, fill the masked ones with -inf before torch.softmax, and give "
+        "fully masked rows zero weights yourself."
+    )
+    targets = [
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.MultiheadAttention.forward",
+        "torch.nn.functional.multi_head_attention_forward",
+        "autograder.reference.scaled_dot_product_attention",
+        "autograder.reference.self_attention",
+        "autograder.reference.softmax",
+        "autograder.reference.MultiHeadAttention",
+    ]
     for label, q, k, v, mask in _attention_cases(seed):
-        _check_masked_case(masked_attention, f"masked_attention(q, k, v, attn_mask) with {label} (seed {seed})",
-                           q, k, v, mask, targets, instead)
+        _check_masked_case(
+            masked_attention,
+            f"masked_attention(q, k, v, attn_mask) with {label} (seed {seed})",
+            q,
+            k,
+            v,
+            mask,
+            targets,
+            instead,
+        )
 
 
-def _check_masked_case(masked_attention, what: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
-                       targets: list[str], instead: str) -> None:
+def _check_masked_case(
+    masked_attention, what: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, targets: list[str], instead: str
+) -> None:
     __tracebackhide__ = True
     expected_out, expected_w = reference.scaled_dot_product_attention(q, k, v, mask)
     with forbidden(masked_attention, targets, instead):
-        found = call(masked_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(),
-                     what=what)
+        found = call(
+            masked_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), what=what
+        )
     if not (isinstance(found, tuple) and len(found) == 2):
         fail(what, "a tuple (output, weights)", describe(found))
-    for part, found_part, expected_part, index in (("weights", found[1], expected_w, 1),
-                                                     ("output", found[0], expected_out, 0)):
-        mistakes = {name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
-                    for name in _ATTENTION_MISTAKES}
-        mistakes.update({name: (lambda name=name, dim=dim, index=index: wrong_attention(  # scores: as many axes as q
-            q, k, v, mask, name, softmax_dim=dim)[index]) for name, dim in softmax_axis_mistakes(q.dim()).items()})
+    for part, found_part, expected_part, index in (
+        ("weights", found[1], expected_w, 1),
+        ("output", found[0], expected_out, 0),
+    ):
+        mistakes: dict[str, Any] = {
+            name: (lambda name=name, index=index: wrong_attention(q, k, v, mask, name)[index])
+            for name in _ATTENTION_MISTAKES
+        }
+        mistakes.update(
+            {
+                name: (
+                    lambda name=name, dim=dim, index=index: wrong_attention(  # scores: as many axes as q
+                        q, k, v, mask, name, softmax_dim=dim
+                    )[index]
+                )
+                for name, dim in softmax_axis_mistakes(q.dim()).items()
+            }
+        )
         expect_close(f"{what}: the {part}", found_part, expected_part, atol=1e-5, rtol=1e-4, mistakes=mistakes)
-
-
-# ----------------------------------------------------------------------------- the leak test
-
-def _layers(d: int, seed: int) -> list[tuple[str, Callable[[Tensor], Tensor]]]:
-    """The layers ``check_leaks_future`` asks about, each named for what it does: a catalogue of
-    eight small closures over the same weights, long only because each entry takes a few lines."""
-    g = generator(seed)
-    w_q, w_k, w_v = (torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(3))
-    w_1, w_2 = torch.randn(d, 2 * d, generator=g) / math.sqrt(d), torch.randn(2 * d, d, generator=g) / math.sqrt(d)
-
-    def need(x: Tensor) -> None:
-        if x.dim() != 3 or x.size(-1) != d:
-            raise ValueError(f"this layer takes x of shape (B, L, {d}), got {tuple(x.shape)}")
-
-    def causal_attention(x: Tensor) -> Tensor:
-        need(x)
-        mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-        return reference.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask)[0]
-
-    def full_attention(x: Tensor) -> Tensor:
-        need(x)
-        return reference.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)[0]
-
-    def mlp(x: Tensor) -> Tensor:
-        need(x)
-        return torch.relu(x @ w_1) @ w_2
-
-    def cumsum(x: Tensor) -> Tensor:
-        need(x)
-        return x.cumsum(1)
-
-    def leak_at_last(x: Tensor) -> Tensor:
-        need(x)
-        y = x.clone()
-        y[:, -2] = y[:, -2] + x[:, -1]
-        return y
-
-    def leak_at_first(x: Tensor) -> Tensor:
-        need(x)
-        y = x.clone()
-        y[:, 0] = y[:, 0] + x[:, 1]
-        return y
-
-    def backward_only(x: Tensor) -> Tensor:
-        need(x)
-        return x + torch.cat([torch.zeros_like(x[:, :1]), x[:, :-1]], dim=1)
-
-    def tiny_leak(x: Tensor) -> Tensor:
-        need(x)
-        return causal_attention(x) + 1e-3 * x.mean(1, keepdim=True)
-
-    return [
-        ("causally masked self-attention", causal_attention),
-        ("self-attention without a mask", full_attention),
-        ("a position-wise MLP", mlp),
-        ("a cumulative sum over positions, y[t] = x[0] + ... + x[t]", cumsum),
-        ("a layer whose only leak is y[L-2] += x[L-1] (found only at the split point t = L-2)", leak_at_last),
-        ("a layer whose only leak is y[0] += x[1] (found only at the split point t = 0)", leak_at_first),
-        ("a layer that looks backward only, y[t] = x[t] + x[t-1]", backward_only),
-        ("causal attention plus 0.001 times the mean over all positions (a small leak)", tiny_leak),
-    ]
-
-
-@check
-def check_leaks_future(leaks_future, seed: int = 0) -> None:
-    """Run ``leaks_future(layer, d_model, length=...)`` on layers that leak and layers that
-    do not: causal attention, full attention, a position-wise MLP, a cumulative sum, layers
-    that leak at one split point only, a backward-looking layer, a small leak."""
-    for d, length in ((6, 8), (4, 5 + seed % 4)):
-        for label, layer in _layers(d, seed * 10 + d):
-            what = f"leaks_future(layer, d_model={d}, length={length}) for {label} (seed {seed})"
-            expected = _reference_leaks_future(layer, d, length=length)
-            with forbidden(leaks_future, ["autograder.reference.leaks.leaks_future"],
-                           "Perturb the inputs yourself and compare the outputs."):
-                found = call(leaks_future, layer, d, length=length, what=what)
-            if isinstance(found, Tensor) and found.numel() == 1 and found.dtype == torch.bool:
-                found = bool(found)
-            if not isinstance(found, bool):
-                fail(what, "a bool (True or False)", describe(found),
-                     hint="return a Python bool: bool(...) of a comparison.")
-            hint = None
-            if found != expected:
-                hint = ("a layer that does not leak was reported as leaking: change only positions AFTER t "
-                        "and compare only outputs at positions 0..t, with a tolerance for round-off."
-                        if not expected else
-                        "this leak was missed: try EVERY split point t in 0..L-2 (change the inputs after t, "
-                        "compare the outputs up to t), and count any change above about 1e-6 as a leak.")
-            expect_equal(what, found, expected, hint=hint)

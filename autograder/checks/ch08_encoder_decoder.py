@@ -1,4 +1,5 @@
-"""Checks for lab 08-encoder-decoder (chapter 8): the embeddings, the model, greedy decoding.
+"""Checks for lab 08-encoder-decoder (chapter 8): the embeddings and the model. Greedy decoding
+is checked in ``ch08_greedy_decode`` (``check_greedy_decode`` is importable from here too).
 
 Shape letters: B batch, S source length, T target length, L any length, D d_model, V vocabulary.
 Every check compares the candidate with the reference on the same weights and inputs;
@@ -8,15 +9,18 @@ none of them trains a model. The loss, the schedule and the training step are ch
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from autograder import reference
+from autograder.checks.ch08_greedy_decode import check_greedy_decode as check_greedy_decode  # re-exported
+from autograder.checks.ch08_inputs import padded_ids, random_ids, self_attention_mask
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     describe,
@@ -25,45 +29,26 @@ from autograder.checks.core import (
     expect_equal,
     fail,
     forbidden,
-    generator,
     seeded,
 )
-from autograder.checks.doubles import ScriptedModel
 from autograder.checks.dropout import expect_dropout
 from autograder.checks.weights import load_reference_weights
-from autograder.data import BOS_ID, EOS_ID, PAD_ID
+from autograder.data import BOS_ID
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
 
 NO_EMBEDDING_DROPOUT = "no dropout on embeddings + positions: embed returns dropout(embedding(tokens) + pe[:L])"
-DROPOUT_BEFORE_POSITIONS = ("dropout on the embeddings before the positions are added, dropout(x) + pe: it "
-                            "belongs on the sum, dropout(x + pe)")
+DROPOUT_BEFORE_POSITIONS = (
+    "dropout on the embeddings before the positions are added, dropout(x) + pe: it belongs on the sum, dropout(x + pe)"
+)
 STACKS_WITHOUT_DROPOUT = "config.dropout not passed on to the encoder and decoder stacks"
 
 
-def random_ids(shape: tuple[int, ...], low: int, high: int, seed: int) -> Tensor:
-    return torch.randint(low, high, shape, generator=generator(seed))
-
-
-def padded_ids(batch: int, length: int, vocab: int, seed: int, lengths: list[int] | None = None) -> Tensor:
-    """Ids in 3..V-1, row b padded after ``lengths[b]`` real tokens (default: shrinking rows)."""
-    x = random_ids((batch, length), 3, vocab, seed)
-    lengths = lengths or [max(1, length - 2 * b) for b in range(batch)]
-    for b, n in enumerate(lengths):
-        x[b, n:] = PAD_ID
-    return x
-
-
-def self_attention_mask(ids: Tensor, pad_id: int, *, causal: bool = True, pad: bool = True) -> Tensor:
-    """The decoder's self-attention mask, or a wrong one without its causal or its padding part."""
-    if causal and pad:
-        return reference.decoder_self_attention_mask(ids, pad_id)  # (B, 1, L, L)
-    if causal:
-        return reference.causal_mask(ids.size(1))  # (L, L)
-    return reference.padding_mask(ids, pad_id)  # (B, 1, 1, L)
-
-
 # ----------------------------------------------------------------------------- Embeddings
+
 
 @check
 def check_embeddings(Embeddings, seed: int = 0) -> None:
@@ -82,27 +67,46 @@ def _check_embeddings_case(Embeddings, seed: int, s: int, vocab: int, d: int, sh
         expected = ref(ids)
         lookup = ref.embedding(ids)
         pe = reference.sinusoidal_encoding(shape[1], d, dtype)
-    with forbidden(Embeddings, ["autograder.reference.Embeddings"],
-                   instead="Build it from nn.Embedding and math.sqrt."):
+    with forbidden(
+        Embeddings, ["autograder.reference.Embeddings"], instead="Build it from nn.Embedding and math.sqrt."
+    ):
         candidate = call(Embeddings, vocab, d, what=f"Embeddings({vocab}, {d})")
         load_reference_weights(candidate, ref, f"Embeddings({vocab}, {d})")
         candidate.to(dtype)
         with torch.no_grad():
             found = call(candidate, ids, what=what)
-    expect_close(what, found, expected, **_TOL[dtype], mistakes={
-        "embeddings not scaled by sqrt(d_model)": lookup,
-        "divided by sqrt(d_model) instead of multiplied": lookup / math.sqrt(d),
-        "scaled by d_model instead of sqrt(d_model)": lookup * d,
-        "positional encodings added inside Embeddings (the model adds them afterwards, once)": expected + pe,
-        "positional encodings added and the lookup not scaled": lookup + pe,
-    })
+    expect_close(
+        what,
+        found,
+        expected,
+        **_TOL[dtype],
+        mistakes={
+            "embeddings not scaled by sqrt(d_model)": lookup,
+            "divided by sqrt(d_model) instead of multiplied": lookup / math.sqrt(d),
+            "scaled by d_model instead of sqrt(d_model)": lookup * d,
+            "positional encodings added inside Embeddings (the model adds them afterwards, once)": expected + pe,
+            "positional encodings added and the lookup not scaled": lookup + pe,
+        },
+    )
 
 
 # ----------------------------------------------------------------------------- EncoderDecoder
 
-def _pipeline(m, src: Tensor, tgt_in: Tensor, *, scale: bool = True, positions: int = 1, causal: bool = True,
-              tgt_pad: bool = True, enc_mask: bool = True, cross_mask: bool = True, drop: str = "sum",
-              stack_dropout: bool = True) -> tuple[Tensor, Tensor]:
+
+def _pipeline(
+    m,
+    src: Tensor,
+    tgt_in: Tensor,
+    *,
+    scale: bool = True,
+    positions: int = 1,
+    causal: bool = True,
+    tgt_pad: bool = True,
+    enc_mask: bool = True,
+    cross_mask: bool = True,
+    drop: str = "sum",
+    stack_dropout: bool = True,
+) -> tuple[Tensor, Tensor]:
     """The reference model's forward pass with one piece switched off: ``(memory, logits)``.
     ``drop``: where the embeddings' dropout acts in training mode, "sum" (right), "none" or
     "embeddings" (before the positions are added)."""
@@ -131,10 +135,21 @@ def _pipeline(m, src: Tensor, tgt_in: Tensor, *, scale: bool = True, positions: 
             s.train(state)
 
 
-_MODEL_CASES = [
+_MODEL_CASES: list[tuple[dict[str, Any], torch.dtype]] = [
     (dict(src_vocab_size=13, tgt_vocab_size=11, d_model=16, num_heads=2, num_layers=2, d_ff=32), torch.float32),
-    (dict(src_vocab_size=9, tgt_vocab_size=12, d_model=12, num_heads=3, num_layers=1, d_ff=24,
-          norm_first=True, tie_embeddings=True), torch.float64),
+    (
+        dict(
+            src_vocab_size=9,
+            tgt_vocab_size=12,
+            d_model=12,
+            num_heads=3,
+            num_layers=1,
+            d_ff=24,
+            norm_first=True,
+            tie_embeddings=True,
+        ),
+        torch.float64,
+    ),
 ]
 _BUILD_MODEL = "Assemble it from your Embeddings, sinusoidal_encoding, Encoder, Decoder and nn.Linear."
 
@@ -151,9 +166,13 @@ def _build_model(EncoderDecoder, config, ref, name: str):
     model = call(EncoderDecoder, config, what=f"{name} (a TransformerConfig)")
     load_reference_weights(model, ref, name)
     if config.tie_embeddings and model.generator.weight is not model.tgt_embed.embedding.weight:
-        fail(f"{name}: weight tying", "generator.weight to be the same Parameter as tgt_embed.embedding.weight",
-             "two separate parameters", "config.tie_embeddings ignored",
-             hint="after creating both: self.generator.weight = self.tgt_embed.embedding.weight")
+        fail(
+            f"{name}: weight tying",
+            "generator.weight to be the same Parameter as tgt_embed.embedding.weight",
+            "two separate parameters",
+            "config.tie_embeddings ignored",
+            hint="after creating both: self.generator.weight = self.tgt_embed.embedding.weight",
+        )
     return model
 
 
@@ -168,6 +187,23 @@ def check_encoder_decoder(EncoderDecoder, seed: int = 0) -> None:
     _check_model_dropout(EncoderDecoder, seed)
 
 
+def _model_mistakes(ref, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
+    """Mistake -> the ``(memory, logits)`` of the reference's forward pass with that piece switched off."""
+    return {
+        "embeddings not scaled by sqrt(d_model)": _pipeline(ref, src, tgt_in, scale=False),
+        "positional encodings not added": _pipeline(ref, src, tgt_in, positions=0),
+        "positional encodings added twice": _pipeline(ref, src, tgt_in, positions=2),
+        "source padding mask not used in the encoder's self-attention": _pipeline(ref, src, tgt_in, enc_mask=False),
+        "no causal mask in the decoder's self-attention (it sees the future)": _pipeline(
+            ref, src, tgt_in, causal=False
+        ),
+        "target padding not masked in the decoder's self-attention (causal mask only)": _pipeline(
+            ref, src, tgt_in, tgt_pad=False
+        ),
+        "source padding mask not used in cross-attention": _pipeline(ref, src, tgt_in, cross_mask=False),
+    }
+
+
 def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -> None:
     __tracebackhide__ = True
     config = reference.TransformerConfig(**options, dropout=0.0, max_len=32)
@@ -178,17 +214,7 @@ def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -
         memory, src_mask = ref.encode(src)
         logits = ref.decode(tgt_in, memory, src_mask)
         bos_only = ref(src, tgt_in[:, :1])
-        wrong = {
-            "embeddings not scaled by sqrt(d_model)": _pipeline(ref, src, tgt_in, scale=False),
-            "positional encodings not added": _pipeline(ref, src, tgt_in, positions=0),
-            "positional encodings added twice": _pipeline(ref, src, tgt_in, positions=2),
-            "source padding mask not used in the encoder's self-attention": _pipeline(ref, src, tgt_in, enc_mask=False),
-            "no causal mask in the decoder's self-attention (it sees the future)":
-                _pipeline(ref, src, tgt_in, causal=False),
-            "target padding not masked in the decoder's self-attention (causal mask only)":
-                _pipeline(ref, src, tgt_in, tgt_pad=False),
-            "source padding mask not used in cross-attention": _pipeline(ref, src, tgt_in, cross_mask=False),
-        }
+        wrong = _model_mistakes(ref, src, tgt_in)
     with forbidden(EncoderDecoder, ["autograder.reference.EncoderDecoder"], instead=_BUILD_MODEL):
         model = _build_model(EncoderDecoder, config, ref, name)
         model.to(dtype).eval()
@@ -197,20 +223,36 @@ def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -
             if not (isinstance(out, tuple) and len(out) == 2):
                 fail(f"{name}.encode(src)", "a tuple (memory, src_mask)", describe(out))
             found_memory, found_mask = out
-            found_logits = call(model.decode, tgt_in, memory, src_mask,
-                                what=f"{name}.decode(tgt_in, memory, src_mask), tgt_in {tuple(tgt_in.shape)}")
+            found_logits = call(
+                model.decode,
+                tgt_in,
+                memory,
+                src_mask,
+                what=f"{name}.decode(tgt_in, memory, src_mask), tgt_in {tuple(tgt_in.shape)}",
+            )
             found_forward = call(model, src, tgt_in, what=f"{name}(src, tgt_in)")
             found_bos = call(model, src, tgt_in[:, :1], what=f"{name}(src, tgt_in) with a target of length 1")
     # float64 tolerance stays loose: a float32 or float64 positional table are both right
-    tol = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
-    expect_equal(f"{name}.encode(src)[1], the source padding mask (True = may attend)", found_mask, src_mask,
-                 hint="reference.padding_mask(src, config.pad_id) has shape (B, 1, 1, S).")
-    expect_close(f"{name}.encode(src)[0], the memory", found_memory, memory, **tol,
-                 mistakes={k: v[0] for k, v in wrong.items()})
-    expect_close(f"{name}.decode(tgt_in, memory, src_mask), the logits", found_logits, logits, **tol,
-                 mistakes={k: v[1] for k, v in wrong.items() if "decoder" in k or "cross" in k})
-    expect_close(f"{name}(src, tgt_in), the logits", found_forward, logits, **tol,
-                 mistakes={k: v[1] for k, v in wrong.items()})
+    tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
+    expect_equal(
+        f"{name}.encode(src)[1], the source padding mask (True = may attend)",
+        found_mask,
+        src_mask,
+        hint="reference.padding_mask(src, config.pad_id) has shape (B, 1, 1, S).",
+    )
+    expect_close(
+        f"{name}.encode(src)[0], the memory", found_memory, memory, **tol, mistakes={k: v[0] for k, v in wrong.items()}
+    )
+    expect_close(
+        f"{name}.decode(tgt_in, memory, src_mask), the logits",
+        found_logits,
+        logits,
+        **tol,
+        mistakes={k: v[1] for k, v in wrong.items() if "decoder" in k or "cross" in k},
+    )
+    expect_close(
+        f"{name}(src, tgt_in), the logits", found_forward, logits, **tol, mistakes={k: v[1] for k, v in wrong.items()}
+    )
     expect_close(f"{name}(src, tgt_in[:, :1]), a target of length 1", found_bos, bos_only, **tol)
 
 
@@ -226,117 +268,37 @@ def _check_model_dropout(EncoderDecoder, seed: int) -> None:
     what = f"{name}(src, tgt_in) in training mode, float64 (dropout drawn from the check's seed {seed})"
     d, f = config.d_model, config.d_ff
     (b, s_len), t_len = src.shape, tgt_in.size(1)
-    sites = {(b, s_len, d): ("embeddings + positions and sublayer outputs, (B, S, D)", 1 + 2 * config.num_layers),
-             (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers)}
+    sites: dict[tuple[int, ...], tuple[str, int]] = {
+        (b, s_len, d): ("embeddings + positions and sublayer outputs, (B, S, D)", 1 + 2 * config.num_layers),
+        (b, t_len, d): ("embeddings + positions and sublayer outputs, (B, T, D)", 1 + 3 * config.num_layers),
+    }
     h, n = config.num_heads, config.num_layers
-    sites.update({(b, s_len, f): ("the encoder's feed-forward hidden units", n),
-                  (b, t_len, f): ("the decoder's feed-forward hidden units", n),
-                  (b, h, s_len, s_len): ("the encoder's attention weights", n),
-                  (b, h, t_len, t_len): ("the decoder's self-attention weights", n),
-                  (b, h, t_len, s_len): ("the decoder's cross-attention weights", n)})
+    sites.update(
+        {
+            (b, s_len, f): ("the encoder's feed-forward hidden units", n),
+            (b, t_len, f): ("the decoder's feed-forward hidden units", n),
+            (b, h, s_len, s_len): ("the encoder's attention weights", n),
+            (b, h, t_len, t_len): ("the decoder's self-attention weights", n),
+            (b, h, t_len, s_len): ("the decoder's cross-attention weights", n),
+        }
+    )
     forbid = (EncoderDecoder, ["autograder.reference.EncoderDecoder"], _BUILD_MODEL)
     with forbidden(*forbid):
         model = _build_model(EncoderDecoder, config, ref, name)
         model.double()
-    expect_dropout(what, model, (src, tgt_in), seed, lambda: ref(src, tgt_in), {
-        NO_EMBEDDING_DROPOUT: lambda: _pipeline(ref, src, tgt_in, drop="none")[1],
-        DROPOUT_BEFORE_POSITIONS: lambda: _pipeline(ref, src, tgt_in, drop="embeddings")[1],
-        STACKS_WITHOUT_DROPOUT: lambda: _pipeline(ref, src, tgt_in, stack_dropout=False)[1],
-    }, sites, forbid, atol=1e-6, rtol=1e-6)  # loose: a float32 or float64 positional table are both right
-
-
-# ----------------------------------------------------------------------------- greedy decoding
-
-@torch.no_grad()
-def _decode_variant(model, src, max_len, *, per_row=True, stop_all=True, stop_any=False, bos=True,
-                    steps=None) -> Tensor:
-    model.eval()
-    memory, src_mask = model.encode(src)
-    ys = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long)  # (B, 1)
-    done = torch.zeros(src.size(0), dtype=torch.bool)
-    for _ in range(max_len if steps is None else steps):
-        nxt = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)  # (B,)
-        if per_row:
-            nxt = nxt.masked_fill(done, PAD_ID)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)  # (B, t + 1)
-        done |= nxt == EOS_ID
-        if (stop_any and bool(done.any())) or (stop_all and bool(done.all())):
-            break
-    return ys if bos else ys[:, 1:]
-
-
-def _expect_tokens(what: str, found, expected: Tensor, variants: dict, otherwise: str | None = None) -> None:
-    __tracebackhide__ = True
-    if isinstance(found, Tensor) and (found.shape != expected.shape or not torch.equal(found.cpu(), expected)):
-        for name, make in variants.items():
-            v = make()
-            if found.shape == v.shape and torch.equal(found.cpu().long(), v):
-                fail(what, f"{expected.tolist()}", f"{found.tolist()}", name)
-        if otherwise:
-            fail(what, f"{expected.tolist()}", f"{found.tolist()}", otherwise)
-    if isinstance(found, Tensor) and found.shape != expected.shape:
-        fail(what, f"shape {tuple(expected.shape)}: {expected.tolist()}", f"shape {tuple(found.shape)}: "
-             f"{found.tolist()}", hint="the output is (B, 1 + number of steps taken): BOS, then one token "
-             "per step, stopping once every row has produced EOS or after max_len steps.")
-    expect_equal(what, found, expected, hint="rows follow the argmax of the last position's logits; "
-                 "after a row's EOS only pad_id follows.")
-
-
-_DECODE_OPS = ["autograder.reference.greedy_decode", "autograder.reference.decode.decode_loop"]
-_BUILD_DECODE = "Write the loop: encode once, decode the prefix, append the argmax of the last position."
-
-
-@check
-def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
-    """``greedy_decode(model, src, max_len, bos_id, eos_id, pad_id)`` on models whose rows stop at
-    chosen steps, on a random model left in training mode with dropout, and on length 1."""
-    g = generator(seed)
-    config = reference.TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=2,
-                                         num_layers=1, d_ff=32, dropout=0.0, max_len=32)
-    eos_at = [int(torch.randint(0, 9, (1,), generator=g)) for _ in range(4)]  # 8: never within max_len
-    random_script = random_ids((4, 12), 3, 10, seed + 100)
-    for row, n in enumerate(eos_at):
-        if n < 8:
-            random_script[row, n] = EOS_ID
-    cases = [  # (script, batch, source length, max_len, dropout)
-        (torch.tensor([[5, EOS_ID, 7, 8, 9, 3, 4, 5],     # stops at step 2
-                       [6, 7, 8, 9, EOS_ID, 3, 4, 5],     # stops at step 5
-                       [9, 9, 9, 9, 9, 9, 9, 9]]), 3, 5, 6, 0.0),  # never: max_len decides
-        (torch.tensor([[4, EOS_ID, 4, 4, 4, 4], [4, 5, EOS_ID, 4, 4, 4]]), 2, 3, 10, 0.0),
-        (random_script, 4, 6, 8, 0.0),
-        (None, 4, 5, 7, 0.3),
-        (None, 1, 1, 1, 0.0),
-    ]
-    for i, case in enumerate(cases):
-        _check_greedy_case(greedy_decode, seed, seed * 10 + i, config, *case)
-
-
-def _check_greedy_case(greedy_decode, seed: int, s: int, config, script: Tensor | None, batch: int, length: int,
-                       max_len: int, dropout: float) -> None:
-    __tracebackhide__ = True
-    model = seeded(ScriptedModel, s, dataclasses.replace(config, dropout=dropout), script)
-    src = padded_ids(batch, length, 10, s)
-    what = (f"greedy_decode(model, src {tuple(src.shape)}, max_len={max_len}, bos_id={BOS_ID}, eos_id={EOS_ID}, "
-            f"pad_id={PAD_ID})" + (f" on a model in training mode with dropout={dropout}" if dropout else "")
-            + f" (seed {seed})")
-    expected = reference.greedy_decode(model, src, max_len, BOS_ID, EOS_ID, PAD_ID)
-    variants = {
-        "rows not stopped per sequence: a row continues after its EOS instead of getting pad_id":
-            lambda: _decode_variant(model, src, max_len, per_row=False),
-        "the loop does not stop once every row has produced EOS (it always runs max_len steps)":
-            lambda: _decode_variant(model, src, max_len, stop_all=False),
-        "the whole batch stops at the first EOS of any row":
-            lambda: _decode_variant(model, src, max_len, stop_any=True),
-        "the output does not start with BOS": lambda: _decode_variant(model, src, max_len, bos=False),
-        "off by one: max_len - 1 tokens generated": lambda: _decode_variant(model, src, max_len, steps=max_len - 1),
-        "off by one: max_len + 1 tokens generated": lambda: _decode_variant(model, src, max_len, steps=max_len + 1),
-    }
-    model.train()
-    with forbidden(greedy_decode, _DECODE_OPS, instead=_BUILD_DECODE):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            found = call(greedy_decode, model, src, max_len, BOS_ID, EOS_ID, PAD_ID, what=what)
-    if isinstance(found, Tensor) and found.dtype != torch.long:
-        fail(what, "token ids of dtype torch.int64 (long)", describe(found))
-    _expect_tokens(what, found, expected, variants, otherwise="the model decoded in training mode "
-                   "(dropout active): call model.eval() first" if dropout else None)
+    expect_dropout(
+        what,
+        model,
+        (src, tgt_in),
+        seed,
+        lambda: ref(src, tgt_in),
+        {
+            NO_EMBEDDING_DROPOUT: lambda: _pipeline(ref, src, tgt_in, drop="none")[1],
+            DROPOUT_BEFORE_POSITIONS: lambda: _pipeline(ref, src, tgt_in, drop="embeddings")[1],
+            STACKS_WITHOUT_DROPOUT: lambda: _pipeline(ref, src, tgt_in, stack_dropout=False)[1],
+        },
+        sites,
+        forbid,
+        atol=1e-6,
+        rtol=1e-6,
+    )  # loose: a float32 or float64 positional table are both right

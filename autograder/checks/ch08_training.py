@@ -1,4 +1,5 @@
-"""Checks for lab 08-encoder-decoder (chapter 8): the loss, the schedule, one training step.
+"""Checks for lab 08-encoder-decoder (chapter 8): the schedule and one training step. The loss
+is checked in ``ch08_loss`` (``check_label_smoothed_loss`` is importable from here too).
 
 Shape letters: B batch, T target length, V vocabulary. ``check_train_step`` takes two
 optimizer steps on a tiny model with the checks' own SGD and Noam schedule (``doubles``).
@@ -10,134 +11,34 @@ import copy
 import functools
 import numbers
 import warnings
+from typing import Any, cast
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from autograder import reference
-from autograder.checks import variants
-from autograder.checks.ch08_encoder_decoder import padded_ids
+from autograder.checks.ch08_inputs import padded_ids
+from autograder.checks.ch08_loss import check_label_smoothed_loss as check_label_smoothed_loss  # re-exported
+from autograder.checks.ch08_loss import smoothed_loss
 from autograder.checks.core import (
     CheckFailed,
     beside,
     call,
     check,
     describe,
-    dtype_name,
     expect_close,
-    expect_gradient,
     expect_tensor,
     fail,
     forbidden,
     generator,
-    padded_targets,
-    random_tensor,
     seeded,
 )
 from autograder.checks.doubles import sgd_with_noam
 from autograder.data import BOS_ID, EOS_ID, PAD_ID
 from autograder.reference import train as reference_train
 
-# ----------------------------------------------------------------------------- label smoothing
-
-def _smoothed(logits: Tensor, target: Tensor, smoothing: float, pad_id: int, *, off: float | None = None,
-              pad_mass: bool = False, true_extra: float = 0.0, reduce: str = "mean", kl: str = "",
-              naive_log: bool = False, axis: int = -1) -> Tensor:
-    """Variants of the smoothed cross-entropy, for naming mistakes (``axis``: log_softmax's)."""
-    vocab = logits.size(-1)
-    if naive_log:
-        logp = torch.log(torch.exp(logits - logits.amax(-1, keepdim=True))
-                         / torch.exp(logits - logits.amax(-1, keepdim=True)).sum(-1, keepdim=True))
-    else:
-        logp = F.log_softmax(logits.double(), dim=axis)  # (B, T, V)
-    q = torch.full_like(logp, smoothing / (vocab - 2) if off is None else off)
-    if not pad_mass:
-        q[..., pad_id] = 0.0
-    q.scatter_(-1, target.unsqueeze(-1), 1.0 - smoothing + true_extra)  # (B, T, V)
-    per_token = -(q * logp).sum(-1)  # (B, T)
-    if kl == "xlogy":
-        per_token = per_token + torch.special.xlogy(q, q).sum(-1)
-    elif kl == "naive":
-        per_token = (q * (torch.log(q) - logp)).sum(-1)
-    keep = target != pad_id
-    if reduce == "all":
-        return per_token.mean()
-    if reduce == "numel":
-        return (per_token * keep).sum() / per_token.numel()
-    if reduce == "sum":
-        return (per_token * keep).sum()
-    if reduce == "none":
-        return per_token
-    return (per_token * keep).sum() / keep.sum().clamp(min=1)
-
-
-def _loss_mistakes(logits: Tensor, target: Tensor, s: float, pad: int) -> dict:
-    v = logits.size(-1)
-    a = (logits, target, s, pad)
-    return {
-        "padding counted in the mean (average over non-pad target tokens only)":
-            lambda: _smoothed(*a, reduce="numel"),
-        "padding positions' losses counted in the mean": lambda: _smoothed(*a, reduce="all"),
-        "smoothing mass given to the padding token (it must get 0; the other V - 2 get smoothing / (V - 2))":
-            lambda: _smoothed(*a, off=s / (v - 1), pad_mass=True),
-        "smoothing / (V - 1) instead of smoothing / (V - 2) (padding and the true token both excluded)":
-            lambda: _smoothed(*a, off=s / (v - 1)),
-        "PyTorch's convention (smoothing / V on every token, the true one and padding included)":
-            lambda: _smoothed(*a, off=s / v, pad_mass=True, true_extra=s / v),
-        "no label smoothing (plain cross-entropy)": lambda: _smoothed(logits, target, 0.0, pad),
-        "summed over tokens instead of averaged": lambda: _smoothed(*a, reduce="sum"),
-        "per-token losses returned, not averaged": lambda: _smoothed(*a, reduce="none"),
-        "the KL divergence returned instead of the cross-entropy (they differ by the target's entropy, "
-        "a constant with no gradient)": lambda: _smoothed(*a, kl="xlogy"),
-        "log of zero: 0 * log(0) of the padding column's zero probability gives NaN "
-        "(drop the zero entries, or use torch.special.xlogy)": lambda: _smoothed(*a, kl="naive"),
-        "log of zero: log(softmax(x)) underflows to log(0) = -inf for large logits; use log_softmax":
-            lambda: _smoothed(*a, naive_log=True),
-        **{variants.LOG_SOFTMAX_OVER.format(dim): (lambda dim=dim: _smoothed(*a, axis=dim))
-           for dim in range(logits.dim() - 1)},
-    }
-
-
-_BUILD_LOSS = "Build the smoothed target distribution and use log_softmax."
-
-
-@check
-def check_label_smoothed_loss(label_smoothed_loss, seed: int = 0) -> None:
-    """``label_smoothed_loss(logits, target, smoothing, pad_id)``: padded targets, a fully
-    padded row, smoothing 0, a pad id other than 0, huge logits, float64, and its gradient."""
-    cases = [  # (B, T, V), smoothing, pad_id, dtype, scale, lengths of the rows
-        ((2, 5, 7), 0.1, 0, torch.float32, 1.0, [5, 3]),
-        ((3, 4, 9), 0.2, 0, torch.float64, 2.0, [4, 2, 0]),
-        ((1, 1, 5), 0.0, 0, torch.float32, 1.0, [1]),
-        ((2, 6, 8), 0.1, 3, torch.float32, 1.0, [6, 2]),
-        ((2, 3, 6), 0.1, 0, torch.float32, 100.0, [3, 2]),
-    ]
-    for i, case in enumerate(cases):
-        _check_loss_case(label_smoothed_loss, seed, seed * 10 + i, *case)
-
-
-def _check_loss_case(label_smoothed_loss, seed: int, k: int, shape: tuple, s: float, pad: int, dtype, scale: float,
-                     lengths: list[int]) -> None:
-    __tracebackhide__ = True
-    forbid = ["torch.nn.functional.cross_entropy", "torch.nn.CrossEntropyLoss.forward",
-              "autograder.reference.label_smoothed_loss"]
-    logits = random_tensor(shape, k, dtype, scale)
-    target = padded_targets(shape, pad, lengths, k + 5)
-    what = (f"label_smoothed_loss(logits {shape} {dtype_name(dtype)} of size ~{scale:g}, target with "
-            f"{int((target == pad).sum())} padding positions, smoothing={s}, pad_id={pad}) (seed {seed})")
-    leaf = logits.clone().requires_grad_()
-    expected = reference.label_smoothed_loss(leaf, target, s, pad)
-    expected.backward()
-    with forbidden(label_smoothed_loss, forbid, instead=_BUILD_LOSS):
-        mine = logits.clone().requires_grad_()
-        found = call(label_smoothed_loss, mine, target.clone(), s, pad, what=what)
-    expect_close(what, found, expected.detach(), atol=1e-5, rtol=1e-5, check_dtype=False,
-                 mistakes=_loss_mistakes(logits, target, s, pad))
-    expect_gradient(what, found, mine, leaf)
-
-
 # ----------------------------------------------------------------------------- Noam schedule
+
 
 def _noam(step: float, d: int, w: int, dpow: float = -0.5, wpow: float = -1.5, pick=min) -> float:
     return d**dpow * pick(step**-0.5, step * w**wpow)
@@ -161,8 +62,9 @@ def _check_noam_setting(noam_lr, d: int, w: int) -> None:
     steps = sorted({1, 2, max(1, w - 1), w, w + 1, 2 * w, 10 * w + 3})
     what = f"noam_lr(step, d_model={d}, warmup={w}) for step in {steps}"
     values = []
-    with forbidden(noam_lr, ["autograder.reference.noam_lr", "autograder.reference.noam_scheduler"],
-                   instead=_BUILD_NOAM):
+    with forbidden(
+        noam_lr, ["autograder.reference.noam_lr", "autograder.reference.noam_scheduler"], instead=_BUILD_NOAM
+    ):
         for step in steps:
             value = call(noam_lr, step, d, w, what=f"noam_lr(step={step}, d_model={d}, warmup={w})")
             if isinstance(value, Tensor) and value.numel() == 1:
@@ -176,25 +78,47 @@ def _check_noam_setting(noam_lr, d: int, w: int) -> None:
     def curve(f):
         return lambda: torch.tensor([f(s) for s in steps], dtype=torch.float64)
 
-    expect_close(what, found, expected, atol=1e-12, rtol=1e-6, mistakes={
-        "steps counted from 0 (off by one: step n computed as step n + 1)": curve(lambda s: _noam(s + 1, d, w)),
-        "warmup off by one (the peak at warmup + 1)": curve(lambda s: _noam(s, d, w + 1)),
-        "warmup off by one (the peak at warmup - 1)": curve(lambda s: _noam(s, d, w - 1)),
-        "missing the d_model ** -0.5 factor": curve(lambda s: _noam(s, d, w, dpow=0.0)),
-        "d_model ** 0.5 instead of d_model ** -0.5": curve(lambda s: _noam(s, d, w, dpow=0.5)),
-        "warmup ** -0.5 instead of warmup ** -1.5": curve(lambda s: _noam(s, d, w, wpow=-0.5)),
-        "max instead of min": curve(lambda s: _noam(s, d, w, pick=max)),
-    })
+    expect_close(
+        what,
+        found,
+        expected,
+        atol=1e-12,
+        rtol=1e-6,
+        mistakes={
+            "steps counted from 0 (off by one: step n computed as step n + 1)": curve(lambda s: _noam(s + 1, d, w)),
+            "warmup off by one (the peak at warmup + 1)": curve(lambda s: _noam(s, d, w + 1)),
+            "warmup off by one (the peak at warmup - 1)": curve(lambda s: _noam(s, d, w - 1)),
+            "missing the d_model ** -0.5 factor": curve(lambda s: _noam(s, d, w, dpow=0.0)),
+            "d_model ** 0.5 instead of d_model ** -0.5": curve(lambda s: _noam(s, d, w, dpow=0.5)),
+            "warmup ** -0.5 instead of warmup ** -1.5": curve(lambda s: _noam(s, d, w, wpow=-0.5)),
+            "max instead of min": curve(lambda s: _noam(s, d, w, pick=max)),
+        },
+    )
 
 
 # ----------------------------------------------------------------------------- one training step
 
-def _step_variant(model, src, tgt, optimizer, scheduler, *, smoothing, shift=True, reduce="mean", zero=True,
-                  sched=True, sched_first=False, clip=True, opt_step=True) -> float:
+
+def _step_variant(
+    model,
+    src,
+    tgt,
+    optimizer,
+    scheduler,
+    *,
+    smoothing,
+    shift=True,
+    reduce="mean",
+    zero=True,
+    sched=True,
+    sched_first=False,
+    clip=True,
+    opt_step=True,
+) -> float:
     if zero:
         optimizer.zero_grad()
     tgt_in, tgt_out = (tgt[:, :-1], tgt[:, 1:]) if shift else (tgt[:, :-1], tgt[:, :-1])
-    loss = _smoothed(model(src, tgt_in), tgt_out, smoothing, PAD_ID, reduce=reduce)
+    loss = smoothed_loss(model(src, tgt_in), tgt_out, smoothing, PAD_ID, reduce=reduce)
     loss.backward()
     if clip:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -219,8 +143,9 @@ def _flat(model) -> Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.state_dict().values()]).double()
 
 
-_BUILD_STEP = ("Write the step: zero_grad, shift, forward, label_smoothed_loss, backward, clip, "
-               "optimizer.step, scheduler.step.")
+_BUILD_STEP = (
+    "Write the step: zero_grad, shift, forward, label_smoothed_loss, backward, clip, optimizer.step, scheduler.step."
+)
 
 
 @check
@@ -228,8 +153,9 @@ def check_train_step(train_step, seed: int = 0) -> None:
     """Two calls of ``train_step(model, src, tgt, optimizer, scheduler, smoothing, pad_id)`` on a tiny
     reference model, SGD and the Noam schedule: the returned losses and the parameters after each
     step against the reference's ``train_step`` from the same starting point."""
-    config = reference.TransformerConfig(src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=2,
-                                         num_layers=1, d_ff=32, dropout=0.0, max_len=32)
+    config = reference.TransformerConfig(
+        src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=32
+    )
     base = seeded(reference.EncoderDecoder, seed, config)
     data, smoothing = _step_batches(seed), 0.1
     expected = _reference_steps(base, data, smoothing)
@@ -238,9 +164,11 @@ def check_train_step(train_step, seed: int = 0) -> None:
     with forbidden(train_step, forbid, instead=_BUILD_STEP):
         steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
     for k, (src, tgt) in enumerate(data):
-        what = (f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
-                f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
-                f"(seed {seed})")
+        what = (
+            f"call {k + 1} of train_step(model, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
+            f"SGD(lr=1.0), noam_scheduler(warmup=3, factor=2.0), smoothing={smoothing}, pad_id={PAD_ID}) "
+            f"(seed {seed})"
+        )
         step = steps[k] if isinstance(steps, list) and k < len(steps) and isinstance(steps[k], dict) else {}
         _expect_step(what, step, expected[k], functools.partial(mistakes, k))
 
@@ -261,9 +189,13 @@ def _step_batches(seed: int) -> list[tuple[Tensor, Tensor]]:
 def _reference_steps(base, data: list, smoothing: float) -> list[tuple[float, Tensor]]:
     """The reference's ``train_step`` on a copy of ``base``: (loss, parameters after) for each batch."""
     model = copy.deepcopy(base)
-    optimizer, scheduler = sgd_with_noam(model)
-    return [(reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
-            for src, tgt in data]
+    sgd, noam = sgd_with_noam(model)
+    # the doubles have torch.optim's interface, which is all train_step asks of an optimizer and a scheduler
+    optimizer, scheduler = cast(Any, sgd), cast(Any, noam)
+    return [
+        (reference_train.train_step(model, src, tgt, optimizer, scheduler, smoothing, PAD_ID), _flat(model))
+        for src, tgt in data
+    ]
 
 
 _STEP_MISTAKES = {  # name: the flags of _step_variant that make the mistake
@@ -294,14 +226,20 @@ def _step_mistakes(base, data: list, smoothing: float):
         with warnings.catch_warnings(), torch.enable_grad():  # the scheduler-first variant warns, on purpose
             warnings.simplefilter("ignore")
             for src, tgt in data:
-                out.append((_step_variant(model, src, tgt, optimizer, scheduler, **{"smoothing": smoothing, **flags}),
-                            _flat(model)))
+                out.append(
+                    (
+                        _step_variant(model, src, tgt, optimizer, scheduler, **{"smoothing": smoothing, **flags}),
+                        _flat(model),
+                    )
+                )
         memo[key] = out
         return out
 
     def mistakes(k: int, part: int) -> dict:
-        return {name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
-                for name, flags in _STEP_MISTAKES.items()}
+        return {
+            name: (lambda f=flags: torch.as_tensor(run(**f)[k][part], dtype=torch.float64))
+            for name, flags in _STEP_MISTAKES.items()
+        }
 
     return mistakes
 
@@ -310,18 +248,37 @@ def _expect_step(what: str, step: dict, expected: tuple[float, Tensor], mistakes
     """One call's result (``step``: its loss and parameters, or its error) against the reference's."""
     __tracebackhide__ = True
     if "error" in step or "params" not in step:
-        fail(what, "a result", str(step.get("error", "no result")),
-             hint="read the error above: it was raised inside your code.")
+        fail(
+            what,
+            "a result",
+            str(step.get("error", "no result")),
+            hint="read the error above: it was raised inside your code.",
+        )
     loss = step["loss"]
     if isinstance(loss, Tensor) or isinstance(loss, bool) or not isinstance(loss, numbers.Real):
-        fail(what + ": the returned loss", "a Python float", describe(loss),
-             hint="return loss.item(): a float, detached from the graph.")
-    _expect_close_lazily(what + ": the returned loss", torch.tensor(float(loss), dtype=torch.float64),
-                         torch.tensor(expected[0], dtype=torch.float64), 1e-5, 1e-5,
-                         functools.partial(mistakes, 0))
+        fail(
+            what + ": the returned loss",
+            "a Python float",
+            describe(loss),
+            hint="return loss.item(): a float, detached from the graph.",
+        )
+    _expect_close_lazily(
+        what + ": the returned loss",
+        torch.tensor(float(loss), dtype=torch.float64),
+        torch.tensor(expected[0], dtype=torch.float64),
+        1e-5,
+        1e-5,
+        functools.partial(mistakes, 0),
+    )
     params = expect_tensor(what + ": the parameters after the step", step["params"])
-    _expect_close_lazily(what + ": the parameters after the step (all of them, flattened in state_dict order)",
-                         params, expected[1], 1e-5, 1e-4, functools.partial(mistakes, 1))
+    _expect_close_lazily(
+        what + ": the parameters after the step (all of them, flattened in state_dict order)",
+        params,
+        expected[1],
+        1e-5,
+        1e-4,
+        functools.partial(mistakes, 1),
+    )
 
 
 def _candidate_steps(train_step, config, state: dict, data: list, smoothing: float) -> list[dict]:

@@ -25,6 +25,7 @@ PAD, BOS, EOS = 0, 1, 2
 
 # ----------------------------------------------------------------------------- test doubles
 
+
 class TreeModel(nn.Module):
     """An encoder-decoder stand-in whose next-token logits depend only on the source's first
     token (which tree) and on the prefix generated so far.
@@ -76,8 +77,10 @@ class TreeModel(nn.Module):
             raise ValueError("this test model keeps no cache: feed the whole prefix")
         trees = memory[:, 0, 0].long().tolist()
         rows = tgt_in.tolist()
-        out = [torch.stack([self._logits(tree, tuple(row[: t + 1])) for t in range(len(row))])
-               for tree, row in zip(trees, rows, strict=True)]
+        out = [
+            torch.stack([self._logits(tree, tuple(row[: t + 1])) for t in range(len(row))])
+            for tree, row in zip(trees, rows, strict=True)
+        ]
         return torch.stack(out)  # (B, T, V)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
@@ -89,28 +92,58 @@ def designed_trees() -> dict:
     return {
         # greedy takes 3 (0.45) then at best 0.32: 0.14; the beam finds 4 (0.40) then 0.90: 0.34.
         # Raw logits instead of log-probabilities would prefer the 3-branch (offsets +3 and +5).
-        3: {(BOS,): ({3: .45, 4: .40}, 0.0), (BOS, 3): ({5: .32, 6: .28, 7: .22}, 3.0),
-            (BOS, 4): ({5: .90}, 0.0), (BOS, 3, 5): ({EOS: .95}, 0.0), (BOS, 3, 6): ({EOS: .95}, 5.0),
-            (BOS, 3, 7): ({EOS: .95}, 0.0), (BOS, 4, 5): ({EOS: .95}, 0.0)},
+        3: {
+            (BOS,): ({3: 0.45, 4: 0.40}, 0.0),
+            (BOS, 3): ({5: 0.32, 6: 0.28, 7: 0.22}, 3.0),
+            (BOS, 4): ({5: 0.90}, 0.0),
+            (BOS, 3, 5): ({EOS: 0.95}, 0.0),
+            (BOS, 3, 6): ({EOS: 0.95}, 5.0),
+            (BOS, 3, 7): ({EOS: 0.95}, 0.0),
+            (BOS, 4, 5): ({EOS: 0.95}, 0.0),
+        },
         # EOS at once: -0.87; 3 4 5 6 EOS: -0.90 in sum, but -0.66 once divided by ((5+5)/6)^0.6
-        4: {(BOS,): ({EOS: .42, 3: .50}, 0.0), (BOS, 3): ({4: .95}, 0.0), (BOS, 3, 4): ({5: .95}, 0.0),
-            (BOS, 3, 4, 5): ({6: .95}, 0.0), (BOS, 3, 4, 5, 6): ({EOS: .95}, 0.0)},
+        4: {
+            (BOS,): ({EOS: 0.42, 3: 0.50}, 0.0),
+            (BOS, 3): ({4: 0.95}, 0.0),
+            (BOS, 3, 4): ({5: 0.95}, 0.0),
+            (BOS, 3, 4, 5): ({6: 0.95}, 0.0),
+            (BOS, 3, 4, 5, 6): ({EOS: 0.95}, 0.0),
+        },
         # EOS at once: -0.51; 3 4 5 EOS: -1.37, -1.07 normalised, but -0.34 divided by its length
-        5: {(BOS,): ({EOS: .60, 3: .35}, 0.0), (BOS, 3): ({4: .90}, 0.0), (BOS, 3, 4): ({5: .90}, 0.0),
-            (BOS, 3, 4, 5): ({EOS: .90}, 0.0)},
+        5: {
+            (BOS,): ({EOS: 0.60, 3: 0.35}, 0.0),
+            (BOS, 3): ({4: 0.90}, 0.0),
+            (BOS, 3, 4): ({5: 0.90}, 0.0),
+            (BOS, 3, 4, 5): ({EOS: 0.90}, 0.0),
+        },
         # EOS at once (-0.60) wins over 3 EOS (-1.44: -1.31 normalised, -0.72 divided by its length),
         # unless the finished hypothesis is extended (by 5 at best: -1.65)
-        6: {(BOS,): ({EOS: .55, 3: .25}, 0.0), (BOS, 3): ({EOS: .95}, 0.0),
-            (BOS, EOS): ({5: .35, 6: .30, 7: .20}, 0.0)},
+        6: {
+            (BOS,): ({EOS: 0.55, 3: 0.25}, 0.0),
+            (BOS, 3): ({EOS: 0.95}, 0.0),
+            (BOS, EOS): ({5: 0.35, 6: 0.30, 7: 0.20}, 0.0),
+        },
     }
 
 
 # ----------------------------------------------------------------------------- beam search
 
+
 @torch.no_grad()
-def _beam_variant(model, src: Tensor, k: int, max_len: int, alpha: float, *, normalise: str = "gnmt",
-                  freeze: bool = True, tile: bool = False, raw: bool = False, zero_start: bool = False,
-                  bos: bool = True) -> Tensor:
+def _beam_variant(
+    model,
+    src: Tensor,
+    k: int,
+    max_len: int,
+    alpha: float,
+    *,
+    normalise: str = "gnmt",
+    freeze: bool = True,
+    tile: bool = False,
+    raw: bool = False,
+    zero_start: bool = False,
+    bos: bool = True,
+) -> Tensor:
     """The reference's beam search with one known mistake switched on."""
     model.eval()
     b = src.size(0)
@@ -141,8 +174,11 @@ def _beam_variant(model, src: Tensor, k: int, max_len: int, alpha: float, *, nor
         if bool(done.all()):
             break
     lengths = lengths.reshape(b, k).double()
-    penalty = {"gnmt": generate.length_penalty(lengths, alpha), "none": torch.ones_like(lengths),
-               "length": lengths.clamp(min=1)}[normalise]
+    penalty = {
+        "gnmt": generate.length_penalty(lengths, alpha),
+        "none": torch.ones_like(lengths),
+        "length": lengths.clamp(min=1),
+    }[normalise]
     best = (scores / penalty).argmax(dim=1) + offsets[:, 0]
     out = _clean(ys[best])
     return out if bos else out[:, 1:]
@@ -168,8 +204,12 @@ def _expect_beams(what: str, found, expected: Tensor, variants: dict, otherwise:
     __tracebackhide__ = True
     found = expect_tensor(what, found)
     if found.dim() != 2 or found.size(0) != expected.size(0) or found.size(1) < 1:
-        fail(what, f"shape ({expected.size(0)}, 1 + number of tokens): {expected.tolist()}",
-             f"shape {tuple(found.shape)}", hint="return one row per source row: BOS, then the best hypothesis.")
+        fail(
+            what,
+            f"shape ({expected.size(0)}, 1 + number of tokens): {expected.tolist()}",
+            f"shape {tuple(found.shape)}",
+            hint="return one row per source row: BOS, then the best hypothesis.",
+        )
     if found.dtype != torch.long:
         fail(what, "token ids of dtype torch.int64 (long)", describe(found))
     found = found.cpu()
@@ -180,15 +220,25 @@ def _expect_beams(what: str, found, expected: Tensor, variants: dict, otherwise:
         return
     cleaned = _clean(found)
     if cleaned.shape == want.shape and torch.equal(cleaned, want):
-        fail(what, f"{want.tolist()}", f"{found.tolist()}", "tokens after a hypothesis's EOS not replaced by "
-             "pad_id (a finished hypothesis is never extended: it is followed by padding)")
+        fail(
+            what,
+            f"{want.tolist()}",
+            f"{found.tolist()}",
+            "tokens after a hypothesis's EOS not replaced by "
+            "pad_id (a finished hypothesis is never extended: it is followed by padding)",
+        )
     for name, make in variants.items():
         v = make()
         if cleaned.shape == v.shape and torch.equal(cleaned, v):
             fail(what, f"{want.tolist()}", f"{found.tolist()}", name)
-    fail(what, f"{want.tolist()}", f"{found.tolist()}", otherwise,
-         hint="each row keeps its k best hypotheses by summed log-probability; a finished one is "
-              "frozen; the winner has the best score / ((5 + |y|) / 6) ** alpha, |y| counting EOS, not BOS.")
+    fail(
+        what,
+        f"{want.tolist()}",
+        f"{found.tolist()}",
+        otherwise,
+        hint="each row keeps its k best hypotheses by summed log-probability; a finished one is "
+        "frozen; the winner has the best score / ((5 + |y|) / 6) ** alpha, |y| counting EOS, not BOS.",
+    )
 
 
 _BEAM_MISTAKES = {
@@ -203,12 +253,18 @@ _BEAM_MISTAKES = {
     "all k beams start with score 0, so the first step fills the beam with k copies of one hypothesis "
     "(start beams 1..k-1 at -inf)": dict(zero_start=True),
 }
-_BEAM_OPS = ["autograder.reference.generate.beam_search", "autograder.reference.generate.evaluate_decoder",
-             "autograder.reference.decode.greedy_decode", "autograder.reference.decode.decode_loop",
-             "autograder.reference.generate.sample"]
-_BUILD_BEAM = ("Write the loop: expand the memory to B*k rows, add log_softmax scores, keep each row's top k of "
-               "its k*V candidates, freeze finished hypotheses, then length-normalise (beam_size=1 needs no "
-               "special case).")
+_BEAM_OPS = [
+    "autograder.reference.generate.beam_search",
+    "autograder.reference.generate.evaluate_decoder",
+    "autograder.reference.decode.greedy_decode",
+    "autograder.reference.decode.decode_loop",
+    "autograder.reference.generate.sample",
+]
+_BUILD_BEAM = (
+    "Write the loop: expand the memory to B*k rows, add log_softmax scores, keep each row's top k of "
+    "its k*V candidates, freeze finished hypotheses, then length-normalise (beam_size=1 needs no "
+    "special case)."
+)
 
 
 @check
@@ -226,15 +282,23 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
     src_random = torch.randint(3, 8, (3, 4), generator=g)
     src_random[:, 0] = torch.tensor([10, 11, 12])
     short_trees = TreeModel({}, seed=seed + 2, eos_bias=-1.0)
-    config = reference.TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=2,
-                                         num_layers=1, d_ff=32, dropout=0.3, max_len=32)
+    config = reference.TransformerConfig(
+        src_vocab_size=10, tgt_vocab_size=10, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.3, max_len=32
+    )
     network = seeded(reference.EncoderDecoder, seed, config)
     src_network = torch.randint(3, 10, (3, 5), generator=g)
     src_network[2, 3:] = PAD
     alpha = [0.6, 1.0][seed % 2]
     cases = [  # (model, src, beam_size, max_len, alpha, what the model is)
-        (designed, src_designed, 2, 6, 0.6, "a table-driven model built so that greedy decoding, unnormalised "
-         "scores and extended finished beams each pick another winner"),
+        (
+            designed,
+            src_designed,
+            2,
+            6,
+            0.6,
+            "a table-driven model built so that greedy decoding, unnormalised "
+            "scores and extended finished beams each pick another winner",
+        ),
         (random_trees, src_random, 3, 7, alpha, "a table-driven model with random distributions"),
         (random_trees, src_random, 1, 7, alpha, "a table-driven model with random distributions"),
         (designed, src_designed, 1, 6, 0.6, "the designed table-driven model"),
@@ -242,22 +306,31 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
         (network, src_network, 3, 6, alpha, "a random EncoderDecoder in training mode with dropout=0.3"),
         (designed, src_designed[:1, :1], 2, 1, 0.6, "the designed model, one source token, max_len=1"),
     ]
-    for model, src, k, max_len, a, about in cases:
-        what = (f"beam_search(model, src {tuple(src.shape)}, beam_size={k}, max_len={max_len}, bos_id={BOS}, "
-                f"eos_id={EOS}, pad_id={PAD}, alpha={a}) on {about} (seed {seed})")
-        if k == 1:
-            expected = reference.greedy_decode(model, src, max_len, BOS, EOS, PAD)
-        else:
-            expected = generate.beam_search(model, src, k, max_len, BOS, EOS, PAD, a)
-        variants = {name: (lambda f=flags, m=model, s=src, k=k, n=max_len, a=a: _beam_variant(m, s, k, n, a, **f))
-                    for name, flags in _BEAM_MISTAKES.items()}
-        model.train()
-        with forbidden(beam_search, _BEAM_OPS, instead=_BUILD_BEAM):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                found = call(beam_search, model, src, k, max_len, BOS, EOS, PAD, a, what=what)
-        if k == 1:
-            what += ": with beam_size=1, beam search is greedy decoding"
-        _expect_beams(what, found, expected, variants, otherwise="the model searched in training mode (dropout "
-                      "active): call model.eval() first" if model is network else None)
+    for case in cases:
+        _check_beam_case(beam_search, seed, case, dropout=case[0] is network)
 
+
+def _check_beam_case(beam_search, seed: int, case: tuple, *, dropout: bool) -> None:
+    """One case of ``check_beam_search``: ``(model, src, beam_size, max_len, alpha, what the model is)``."""
+    __tracebackhide__ = True
+    model, src, k, max_len, a, about = case
+    what = (
+        f"beam_search(model, src {tuple(src.shape)}, beam_size={k}, max_len={max_len}, bos_id={BOS}, "
+        f"eos_id={EOS}, pad_id={PAD}, alpha={a}) on {about} (seed {seed})"
+    )
+    if k == 1:
+        expected = reference.greedy_decode(model, src, max_len, BOS, EOS, PAD)
+    else:
+        expected = generate.beam_search(model, src, k, max_len, BOS, EOS, PAD, a)
+    variants = {
+        name: (lambda f=flags: _beam_variant(model, src, k, max_len, a, **f)) for name, flags in _BEAM_MISTAKES.items()
+    }
+    model.train()
+    with forbidden(beam_search, _BEAM_OPS, instead=_BUILD_BEAM):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            found = call(beam_search, model, src, k, max_len, BOS, EOS, PAD, a, what=what)
+    if k == 1:
+        what += ": with beam_size=1, beam search is greedy decoding"
+    otherwise = "the model searched in training mode (dropout active): call model.eval() first" if dropout else None
+    _expect_beams(what, found, expected, variants, otherwise=otherwise)

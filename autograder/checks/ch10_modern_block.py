@@ -1,5 +1,6 @@
-"""Checks for lab 10-modern-block (chapter 10): RoPE, RMSNorm, SwiGLU, grouped-query attention
-with a KV cache (tiled attention and perplexity: ``ch10_tiles_and_perplexity``).
+"""Checks for lab 10-modern-block (chapter 10): RoPE, RMSNorm, SwiGLU (grouped-query attention
+with a KV cache: ``ch10_kv_cache``, importable from here too; tiled attention and perplexity:
+``ch10_tiles_and_perplexity``).
 
 Shape letters: B batch, H query heads, G key/value heads, L length, P tokens in the cache,
 Lq new tokens, Lk keys, Dh head width, D d_model, F d_ff, V vocabulary. Masks: True = may attend.
@@ -11,20 +12,18 @@ and Hugging Face's Llama rotary code.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from autograder import reference
+from autograder.checks.ch10_kv_cache import check_attend_with_cache as check_attend_with_cache  # re-exported
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     expect_close,
     expect_shape,
-    fail,
     forbidden,
     generator,
     random_tensor,
@@ -32,13 +31,25 @@ from autograder.checks.core import (
 from autograder.reference import modern
 from autograder.reference.rope import halves_permutation
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
 
 
 # ----------------------------------------------------------------------------- apply_rope
 
-def _rope(x: Tensor, positions: Tensor, base: float, pairing: str, *, exponent: float = 2.0, sign: float = 1.0,
-          swap: bool = False) -> Tensor:
+
+def _rope(
+    x: Tensor,
+    positions: Tensor,
+    base: float,
+    pairing: str,
+    *,
+    exponent: float = 2.0,
+    sign: float = 1.0,
+    swap: bool = False,
+) -> Tensor:
     """RoPE, or one of its usual wrong variants (float64)."""
     d = x.size(-1)
     w = base ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)  # (Dh/2,)
@@ -52,36 +63,45 @@ def _rope(x: Tensor, positions: Tensor, base: float, pairing: str, *, exponent: 
     if pairing == "adjacent":
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
-    a, b = x[..., : d // 2], x[..., d // 2:]
+    a, b = x[..., : d // 2], x[..., d // 2 :]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
 
 
 def _rope_mistakes(x: Tensor, positions: Tensor, base: float, pairing: str) -> dict:
     other = "halves" if pairing == "adjacent" else "adjacent"
-    wrong_pairing = ("pairs taken as halves (i, i + Dh/2) although pairing='adjacent' asks for (2i, 2i + 1)"
-                     if pairing == "adjacent" else
-                     "pairs taken as adjacent (2i, 2i + 1) although pairing='halves' asks for (i, i + Dh/2)")
+    wrong_pairing = (
+        "pairs taken as halves (i, i + Dh/2) although pairing='adjacent' asks for (2i, 2i + 1)"
+        if pairing == "adjacent"
+        else "pairs taken as adjacent (2i, 2i + 1) although pairing='halves' asks for (i, i + Dh/2)"
+    )
     out = {
         wrong_pairing: lambda: _rope(x, positions, base, other),
-        "frequency exponent 2i/Dh written as i/Dh (a factor of two)":
-            lambda: _rope(x, positions, base, pairing, exponent=1.0),
-        "frequency exponent uses the feature index 2i where the formula has i, giving 4i/Dh":
-            lambda: _rope(x, positions, base, pairing, exponent=4.0),
-        "rotated backwards (sin with the wrong sign): pair (a, b) becomes (a cos - b sin, a sin + b cos)":
-            lambda: _rope(x, positions, base, pairing, sign=-1.0),
+        "frequency exponent 2i/Dh written as i/Dh (a factor of two)": lambda: _rope(
+            x, positions, base, pairing, exponent=1.0
+        ),
+        "frequency exponent uses the feature index 2i where the formula has i, giving 4i/Dh": lambda: _rope(
+            x, positions, base, pairing, exponent=4.0
+        ),
+        "rotated backwards (sin with the wrong sign): pair (a, b) becomes (a cos - b sin, a sin + b cos)": lambda: (
+            _rope(x, positions, base, pairing, sign=-1.0)
+        ),
         "sin and cos swapped": lambda: _rope(x, positions, base, pairing, swap=True),
         "positions ignored: 0 .. L - 1 used instead of the positions given (after a cache of P tokens the new "
         "ones are at P, P + 1, ...)": lambda: _rope(x, torch.arange(x.size(-2)), base, pairing),
         "positions off by one (position + 1)": lambda: _rope(x, positions + 1, base, pairing),
     }
     if base != 10000.0:
-        out["the base argument ignored: frequencies computed with base 10000"] = \
-            lambda: _rope(x, positions, 10000.0, pairing)
+        out["the base argument ignored: frequencies computed with base 10000"] = lambda: _rope(
+            x, positions, 10000.0, pairing
+        )
     return out
 
 
-_ROPE_OPS = ["autograder.reference.rope.apply_rope", "autograder.reference.rope.rope_scores",
-             "autograder.reference.modern.attend_with_cache"]
+_ROPE_OPS = [
+    "autograder.reference.rope.apply_rope",
+    "autograder.reference.rope.rope_scores",
+    "autograder.reference.modern.attend_with_cache",
+]
 
 
 @check
@@ -92,17 +112,21 @@ def check_apply_rope(apply_rope, seed: int = 0) -> None:
     g = generator(seed)
     b, h, n = (int(torch.randint(1, 4, (1,), generator=g)) for _ in range(3))
     dh = 2 * int(torch.randint(1, 9, (1,), generator=g))
-    cases = [((2, 3, 5, 8), torch.arange(5), 10000.0, "adjacent", torch.float32),
-             ((2, 3, 5, 8), torch.arange(5), 10000.0, "halves", torch.float32),
-             ((1, 2, 3, 16), torch.arange(7, 10), 10000.0, "adjacent", torch.float32),
-             ((2, 2, 4, 6), torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]]), 10000.0, "halves", torch.float64),
-             ((1, 1, 6, 16), torch.arange(40, 46), 500000.0, "adjacent", torch.float64),
-             ((2, 1, 1, 2), torch.tensor([3]), 10000.0, "halves", torch.float32),
-             ((b, h, n, dh), torch.arange(11, 11 + n), 10000.0, "adjacent" if seed % 2 else "halves", torch.float32)]
+    cases = [
+        ((2, 3, 5, 8), torch.arange(5), 10000.0, "adjacent", torch.float32),
+        ((2, 3, 5, 8), torch.arange(5), 10000.0, "halves", torch.float32),
+        ((1, 2, 3, 16), torch.arange(7, 10), 10000.0, "adjacent", torch.float32),
+        ((2, 2, 4, 6), torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]]), 10000.0, "halves", torch.float64),
+        ((1, 1, 6, 16), torch.arange(40, 46), 500000.0, "adjacent", torch.float64),
+        ((2, 1, 1, 2), torch.tensor([3]), 10000.0, "halves", torch.float32),
+        ((b, h, n, dh), torch.arange(11, 11 + n), 10000.0, "adjacent" if seed % 2 else "halves", torch.float32),
+    ]
     for i, (shape, positions, base, pairing, dtype) in enumerate(cases):
         x = random_tensor(shape, seed * 10 + i, dtype)
-        what = (f"apply_rope(x {shape} {str(dtype)[6:]}, positions {positions.tolist()}, base={base:g}, "
-                f"pairing={pairing!r}) (seed {seed})")
+        what = (
+            f"apply_rope(x {shape} {str(dtype)[6:]}, positions {positions.tolist()}, base={base:g}, "
+            f"pairing={pairing!r}) (seed {seed})"
+        )
         expected = reference.apply_rope(x, positions, base, pairing)  # type: ignore[arg-type]
         with forbidden(apply_rope, _ROPE_OPS, "Rotate each pair with torch.cos and torch.sin of position * w_i."):
             found = call(apply_rope, x.clone(), positions.clone(), base, pairing, what=what)
@@ -113,31 +137,45 @@ def check_apply_rope(apply_rope, seed: int = 0) -> None:
     with forbidden(apply_rope, _ROPE_OPS, "Rotate each pair with torch.cos and torch.sin of position * w_i."):
         halves = call(apply_rope, x[..., perm].clone(), torch.arange(5), 10000.0, "halves", what="apply_rope, halves")
         adjacent = call(apply_rope, x.clone(), torch.arange(5), 10000.0, "adjacent", what="apply_rope, adjacent")
-    expect_close("apply_rope(x[..., perm], pairing='halves') against apply_rope(x, pairing='adjacent')[..., perm], "
-                 "perm = [0, 2, 4, ..., 1, 3, 5, ...]", expect_shape("halves", halves, x.shape),
-                 expect_shape("adjacent", adjacent, x.shape)[..., perm], atol=1e-10, rtol=1e-8)
+    expect_close(
+        "apply_rope(x[..., perm], pairing='halves') against apply_rope(x, pairing='adjacent')[..., perm], "
+        "perm = [0, 2, 4, ..., 1, 3, 5, ...]",
+        expect_shape("halves", halves, x.shape),
+        expect_shape("adjacent", adjacent, x.shape)[..., perm],
+        atol=1e-10,
+        rtol=1e-8,
+    )
 
 
 # ----------------------------------------------------------------------------- rms_norm
 
-_RMS_OPS = ["torch.nn.functional.rms_norm", "torch.rms_norm", "torch.nn.RMSNorm.forward",
-            "autograder.reference.modern.rms_norm", "autograder.reference.modern.RMSNorm"]
+_RMS_OPS = [
+    "torch.nn.functional.rms_norm",
+    "torch.rms_norm",
+    "torch.nn.RMSNorm.forward",
+    "autograder.reference.modern.rms_norm",
+    "autograder.reference.modern.RMSNorm",
+]
 
 
 def _rms_mistakes(x: Tensor, w: Tensor, eps: float) -> dict:
     ms = x.pow(2).mean(-1, keepdim=True)
     return {
-        "the mean subtracted first (that is LayerNorm without its bias): RMSNorm does not centre":
-            lambda: (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, correction=0) + eps) * w,
-        "eps outside the square root, x / (sqrt(mean(x^2)) + eps); it belongs inside, as in torch.nn.RMSNorm":
-            lambda: x / (ms.sqrt() + eps) * w,
+        "the mean subtracted first (that is LayerNorm without its bias): RMSNorm does not centre": lambda: (
+            (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, correction=0) + eps) * w
+        ),
+        "eps outside the square root, x / (sqrt(mean(x^2)) + eps); it belongs inside, as in torch.nn.RMSNorm": lambda: (
+            x / (ms.sqrt() + eps) * w
+        ),
         "eps left out, so a row of zeros gives 0 / 0 = NaN": lambda: x / ms.sqrt() * w,
         "divided by the mean square instead of its square root": lambda: x / (ms + eps) * w,
-        "divided by the norm sqrt(sum(x^2)) instead of the root mean square sqrt(mean(x^2))":
-            lambda: x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
+        "divided by the norm sqrt(sum(x^2)) instead of the root mean square sqrt(mean(x^2))": lambda: (
+            x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w
+        ),
         "weight not applied": lambda: x * torch.rsqrt(ms + eps),
-        "the eps argument ignored: a fixed default (1e-6 or 1e-5) used instead of the eps given":
-            lambda: x * torch.rsqrt(ms + 1e-6) * w,
+        "the eps argument ignored: a fixed default (1e-6 or 1e-5) used instead of the eps given": lambda: (
+            x * torch.rsqrt(ms + 1e-6) * w
+        ),
     }
 
 
@@ -146,11 +184,19 @@ def check_rms_norm(rms_norm, seed: int = 0) -> None:
     """``rms_norm(x, weight, eps)`` against ``torch.nn.RMSNorm(D, eps=eps)`` with that weight: several
     eps values (set explicitly), a row of zeros, D = 1, float64, and large values."""
     g = generator(seed)
-    cases = [((2, 5, 8), 1e-6, torch.float32, 1.0), ((3, 4), 1e-5, torch.float64, 1.0),
-             ((2, 3, 6), 0.1, torch.float32, 1.0), ((1, 1, 1), 1e-6, torch.float32, 1.0),
-             ((4, 16), 1e-3, torch.float64, 1e4),
-             ((int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(1, 9, (1,), generator=g)), 12),
-              0.01, torch.float32, 1.0)]
+    cases = [
+        ((2, 5, 8), 1e-6, torch.float32, 1.0),
+        ((3, 4), 1e-5, torch.float64, 1.0),
+        ((2, 3, 6), 0.1, torch.float32, 1.0),
+        ((1, 1, 1), 1e-6, torch.float32, 1.0),
+        ((4, 16), 1e-3, torch.float64, 1e4),
+        (
+            (int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(1, 9, (1,), generator=g)), 12),
+            0.01,
+            torch.float32,
+            1.0,
+        ),
+    ]
     for i, (shape, eps, dtype, scale) in enumerate(cases):
         x = random_tensor(shape, seed * 10 + i, dtype, scale)
         if x.dim() > 1 and x.size(-2) > 1:
@@ -167,6 +213,7 @@ def check_rms_norm(rms_norm, seed: int = 0) -> None:
 
 
 # ----------------------------------------------------------------------------- swiglu
+
 
 def _swiglu_mistakes(x: Tensor, wg: Tensor, wu: Tensor, wd: Tensor) -> dict:
     a, b = x @ wg, x @ wu
@@ -185,125 +232,26 @@ def check_swiglu(swiglu, seed: int = 0) -> None:
     """``swiglu(x, w_gate, w_up, w_down)`` = ``(silu(x @ w_gate) * (x @ w_up)) @ w_down``: batched and
     single vectors, F = 8D/3 rounded, float64."""
     g = generator(seed)
-    cases = [((2, 5, 12), 32, torch.float32), ((3, 8), modern.swiglu_hidden(8), torch.float64),
-             ((6,), 16, torch.float32),
-             ((int(torch.randint(1, 5, (1,), generator=g)), 24), modern.swiglu_hidden(24), torch.float32)]
+    cases = [
+        ((2, 5, 12), 32, torch.float32),
+        ((3, 8), modern.swiglu_hidden(8), torch.float64),
+        ((6,), 16, torch.float32),
+        ((int(torch.randint(1, 5, (1,), generator=g)), 24), modern.swiglu_hidden(24), torch.float32),
+    ]
     for i, (shape, f, dtype) in enumerate(cases):
         d = shape[-1]
         x = random_tensor(shape, seed * 10 + i, dtype)
-        wg, wu, wd = (random_tensor(size, seed * 10 + i + j, dtype, 0.3)
-                      for j, size in enumerate([(d, f), (d, f), (f, d)], 1))
-        what = (f"swiglu(x {shape} {str(dtype)[6:]}, w_gate ({d}, {f}), w_up ({d}, {f}), w_down ({f}, {d})) "
-                f"(seed {seed})")
+        wg, wu, wd = (
+            random_tensor(size, seed * 10 + i + j, dtype, 0.3) for j, size in enumerate([(d, f), (d, f), (f, d)], 1)
+        )
+        what = (
+            f"swiglu(x {shape} {str(dtype)[6:]}, w_gate ({d}, {f}), w_up ({d}, {f}), w_down ({f}, {d})) (seed {seed})"
+        )
         expected = modern.swiglu(x, wg, wu, wd)
-        with forbidden(swiglu, ["autograder.reference.modern.swiglu", "autograder.reference.modern.SwiGLU"],
-                       "Write the gate with torch.sigmoid or F.silu, and the three matrix products."):
+        with forbidden(
+            swiglu,
+            ["autograder.reference.modern.swiglu", "autograder.reference.modern.SwiGLU"],
+            "Write the gate with torch.sigmoid or F.silu, and the three matrix products.",
+        ):
             found = call(swiglu, x.clone(), wg.clone(), wu.clone(), wd.clone(), what=what)
         expect_close(what, found, expected, **_TOL[dtype], mistakes=_swiglu_mistakes(x, wg, wu, wd))
-
-
-# ----------------------------------------------------------------------------- attend_with_cache
-
-def _cache_variant(q, k, v, ck, cv, base, *, start=None, rotate_values=False, tile_heads=False, rerotate=False,
-                   rotate_keys=True, causal=True, scale=True):
-    past, new = ck.size(2), q.size(2)
-    first = past if start is None else start
-    pos = torch.arange(first, first + new)
-    k_new = reference.apply_rope(k, pos, base) if rotate_keys else k
-    v_new = reference.apply_rope(v, pos, base) if rotate_values else v
-    old_k = reference.apply_rope(ck, torch.arange(past), base) if rerotate else ck
-    keys, values = torch.cat([old_k, k_new], 2), torch.cat([cv, v_new], 2)
-    reps = q.size(1) // k.size(1)
-    keys = keys.repeat(1, reps, 1, 1) if tile_heads else keys.repeat_interleave(reps, 1)
-    values = values.repeat(1, reps, 1, 1) if tile_heads else values.repeat_interleave(reps, 1)
-    scores = reference.apply_rope(q, pos, base) @ keys.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
-    if causal:
-        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    return scores.softmax(-1) @ values
-
-
-def _cache_mistakes(q, k, v, ck, cv, base) -> dict:
-    past = ck.size(2)
-    def run(**kw):
-        return lambda: _cache_variant(q, k, v, ck, cv, base, **kw)
-    out = {
-        "values rotated as well: RoPE rotates the queries and keys only": run(rotate_values=True),
-        "key/value heads tiled with repeat (query head h reads head h % G) instead of repeat_interleave (head "
-        "h // (H / G)), the grouping of enable_gqa=True": run(tile_heads=True),
-        "keys not rotated (only the queries)": run(rotate_keys=False),
-        "no causal mask among the new tokens": run(causal=False),
-        "scores not scaled by 1/sqrt(Dh)": run(scale=False),
-    }
-    if past:
-        out |= {
-            "the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1":
-                run(start=0),
-            "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
-            "at position 0, so the P cached ones fill 0 .. P - 1)": run(start=past + 1),
-            "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": run(start=past - 1),
-            "the cached keys rotated again: they are stored already rotated, each by its own position":
-                run(rerotate=True),
-        }
-    return out
-
-
-def _cache_key_mistakes(k: Tensor, ck: Tensor, base: float) -> dict:
-    past, new = ck.size(2), k.size(2)
-    def stored(first: int) -> Callable[[], Tensor]:
-        return lambda: torch.cat([ck, reference.apply_rope(k, torch.arange(first, first + new), base)], 2)
-    out = {"the cache keeps the keys before rotation: store them rotated, each by its own position":
-           lambda: torch.cat([ck, k], 2),
-           "positions off by one under the cache: the new tokens placed at P + 1 .. P + Lq (the first token is "
-           "at position 0, so the P cached ones fill 0 .. P - 1)": stored(past + 1),
-           "positions off by one under the cache: the new tokens placed at P - 1 .. P + Lq - 2": stored(past - 1)}
-    if past:
-        out["the new tokens placed at positions 0 .. Lq - 1: after a cache of P tokens they are at P .. P + Lq - 1"] \
-            = stored(0)
-    return out
-
-
-_CACHE_OPS = ["torch.nn.functional.scaled_dot_product_attention", "autograder.reference.modern.attend_with_cache",
-              "autograder.reference.modern.grouped_query_attention", "autograder.reference.ModernLM"]
-
-
-@check
-def check_attend_with_cache(attend_with_cache, seed: int = 0) -> None:
-    """``attend_with_cache(q, k, v, cache_k, cache_v, base=10000.0)`` -> ``(out, cache_k, cache_v)``, the
-    output compared with ``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the rotated queries and cache:
-    an empty cache and a prompt, one new token after a cache, two new tokens; grouped-query
-    (H = 4, G = 2), multi-query (G = 1) and multi-head (G = H); base 500000; float64. The adjacent
-    pairing, as ``apply_rope``'s default."""
-    g = generator(seed)
-    extra = (int(torch.randint(0, 6, (1,), generator=g)), int(torch.randint(1, 4, (1,), generator=g)))
-    cases = [(2, 4, 2, 0, 4, 8, 10000.0, torch.float32), (2, 4, 1, 5, 1, 8, 10000.0, torch.float32),
-             (1, 2, 2, 3, 2, 6, 10000.0, torch.float64), (1, 6, 2, 7, 3, 4, 500000.0, torch.float64),
-             (2, 4, 2, extra[0], extra[1], 8, 10000.0, torch.float32)]
-    for i, (b, h, grp, past, new, dh, base, dtype) in enumerate(cases):
-        s = seed * 10 + i
-        q, k, v = (random_tensor(shape, s + j, dtype) for j, shape in
-                   enumerate([(b, h, new, dh), (b, grp, new, dh), (b, grp, new, dh)]))
-        ck = reference.apply_rope(random_tensor((b, grp, past, dh), s + 3, dtype), torch.arange(past), base)
-        cv = random_tensor((b, grp, past, dh), s + 4, dtype)
-        what = (f"attend_with_cache(q {tuple(q.shape)}, k and v {tuple(k.shape)}, a cache of P={past} tokens "
-                f"{tuple(ck.shape)}, base={base:g}), {str(dtype)[6:]}, H={h}, G={grp} (seed {seed})")
-        positions = torch.arange(past, past + new)
-        keys = torch.cat([ck, reference.apply_rope(k, positions, base)], 2)  # (B, G, P + Lq, Dh)
-        values = torch.cat([cv, v], 2)
-        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)  # (Lq, P + Lq)
-        out = F.scaled_dot_product_attention(reference.apply_rope(q, positions, base), keys, values, allowed,
-                                             enable_gqa=True)  # PyTorch's own grouped-query attention
-        expected = (out, keys, values)
-        with forbidden(attend_with_cache, _CACHE_OPS, "Rotate with your apply_rope, append to the cache, repeat "
-                       "the key/value heads and attend with a causal mask of your own."):
-            found = call(attend_with_cache, q.clone(), k.clone(), v.clone(), ck.clone(), cv.clone(), base, what=what)
-        if not isinstance(found, tuple | list) or len(found) != 3:
-            fail(what, "a tuple (out, cache_k, cache_v)", f"{type(found).__name__}")
-        out, new_k, new_v = found
-        expect_close(what + ": out", out, expected[0], **_TOL[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base))
-        expect_close(what + ": the new cache_k", new_k, expected[1], **_TOL[dtype],
-                     mistakes=_cache_key_mistakes(k, ck, base))
-        expect_close(what + ": the new cache_v", new_v, expected[2], **_TOL[dtype], mistakes={
-            "values rotated as well: RoPE rotates the queries and keys only":
-                lambda cv=cv, v=v, past=past, new=new, base=base: torch.cat(
-                    [cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)})

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.core import (
+    Tolerance,
     call,
     check,
     expect_close,
@@ -28,41 +29,67 @@ from autograder.checks.core import (
 )
 from autograder.reference import tiled
 
-_TOL = {torch.float32: dict(atol=1e-5, rtol=1e-4), torch.float64: dict(atol=1e-10, rtol=1e-8)}
+_TOL: dict[torch.dtype, Tolerance] = {
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
 
 
 # ----------------------------------------------------------------------------- tiled_attention
 
-def _tiled_variant(q, k, v, mask, tile, *, rescale_sum=True, rescale_acc=True, per_tile=False, scale=True,
-                   drop_last=False, use_mask=True):
+
+def _tiled_variant(
+    q,
+    k,
+    v,
+    mask,
+    tile,
+    *,
+    rescale_sum=True,
+    rescale_acc=True,
+    per_tile=False,
+    scale=True,
+    drop_last=False,
+    use_mask=True,
+):
     q, k, v = q.double(), k.double(), v.double()
     m = torch.full(q.shape[:-1], float("-inf"), dtype=torch.float64)
-    total, acc, outs = torch.zeros(q.shape[:-1], dtype=torch.float64), torch.zeros(*q.shape[:-1], v.size(-1),
-                                                                                 dtype=torch.float64), []
+    total, acc, outs = (
+        torch.zeros(q.shape[:-1], dtype=torch.float64),
+        torch.zeros(*q.shape[:-1], v.size(-1), dtype=torch.float64),
+        [],
+    )
     stop = (k.size(-2) // tile) * tile if drop_last and k.size(-2) % tile else k.size(-2)
     for start in range(0, stop, tile):
-        s = q @ k[..., start:start + tile, :].transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
+        s = q @ k[..., start : start + tile, :].transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
         if mask is not None and use_mask:
-            s = s.masked_fill(~mask[..., start:start + tile], float("-inf"))
+            s = s.masked_fill(~mask[..., start : start + tile], float("-inf"))
         if per_tile:
-            outs.append(reference.softmax(s, -1) @ v[..., start:start + tile, :])
+            outs.append(reference.softmax(s, -1) @ v[..., start : start + tile, :])
             continue
         new_m = torch.maximum(m, s.amax(-1))
         safe = new_m.masked_fill(new_m == float("-inf"), 0.0)
         r = torch.exp(m - safe)
         p = torch.exp(s - safe[..., None])
         total = (total * r if rescale_sum else total) + p.sum(-1)
-        acc = (acc * r[..., None] if rescale_acc else acc) + p @ v[..., start:start + tile, :]
+        acc = (acc * r[..., None] if rescale_acc else acc) + p @ v[..., start : start + tile, :]
         m = new_m
     if per_tile:
         return torch.stack(outs).mean(0)
     return acc / total[..., None]
 
 
-_TILED_OPS = ["torch.nn.functional.scaled_dot_product_attention", "torch.softmax", "torch.nn.functional.softmax",
-              "torch.Tensor.softmax", "torch.special.softmax", "autograder.reference.tiled.tiled_attention",
-              "autograder.reference.tiled.online_softmax", "autograder.reference.attention.softmax",
-              "autograder.reference.attention.scaled_dot_product_attention"]
+_TILED_OPS = [
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.softmax",
+    "torch.nn.functional.softmax",
+    "torch.Tensor.softmax",
+    "torch.special.softmax",
+    "autograder.reference.tiled.tiled_attention",
+    "autograder.reference.tiled.online_softmax",
+    "autograder.reference.attention.softmax",
+    "autograder.reference.attention.scaled_dot_product_attention",
+]
 
 
 @check
@@ -77,45 +104,77 @@ def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
     holes = causal.clone()
     holes[2] = False  # a fully masked row
     holes[4, :3] = False  # a row whose first tiles are all masked
-    cases = [((2, 2, 7, 8), None, 3, torch.float32, 1.0), ((2, 2, 7, 8), causal, 2, torch.float32, 1.0),
-             ((2, 2, 7, 8), causal & pad, 4, torch.float64, 1.0), ((1, 2, 7, 4), holes, 2, torch.float32, 1.0),
-             ((1, 1, 7, 4), None, 1, torch.float64, 30.0), ((2, 1, 7, 8), causal, 64, torch.float32, 1.0),
-             ((1, 2, 7, 8), None, int(torch.randint(2, 7, (1,), generator=g)), torch.float32, 10.0)]
-    for i, (shape, mask, tile, dtype, scale) in enumerate(cases):
-        q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
-        masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
-        what = (f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) "
-                f"(seed {seed})")
-        expected = tiled.tiled_attention(q, k, v, mask, tile)
+    cases = [
+        ((2, 2, 7, 8), None, 3, torch.float32, 1.0),
+        ((2, 2, 7, 8), causal, 2, torch.float32, 1.0),
+        ((2, 2, 7, 8), causal & pad, 4, torch.float64, 1.0),
+        ((1, 2, 7, 4), holes, 2, torch.float32, 1.0),
+        ((1, 1, 7, 4), None, 1, torch.float64, 30.0),
+        ((2, 1, 7, 8), causal, 64, torch.float32, 1.0),
+        ((1, 2, 7, 8), None, int(torch.randint(2, 7, (1,), generator=g)), torch.float32, 10.0),
+    ]
+    for i, case in enumerate(cases):
+        _check_tiled_case(tiled_attention, seed, i, *case)
 
-        def variant(q=q, k=k, v=v, mask=mask, tile=tile, **kw):
-            return lambda: _tiled_variant(q, k, v, mask, tile, **kw)
-        mistakes = {
-            "the running sum not rescaled when the maximum grows (multiply it by exp(m_old - m_new) too)":
-                variant(rescale_sum=False),
-            "the accumulated values not rescaled when the maximum grows (multiply them by exp(m_old - m_new) too)":
-                variant(rescale_acc=False),
-            "each tile normalised on its own and the tiles' outputs averaged: the weights must be normalised over "
-            "all keys": variant(per_tile=True),
-            "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
-            "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
-            "the mask ignored": variant(use_mask=False),
-        }
-        with forbidden(tiled_attention, _TILED_OPS, "Keep a running maximum, sum and weighted sum per query, "
-                       "rescaled as each tile of keys arrives; use torch.exp, not softmax."):
-            found = call(tiled_attention, q.clone(), k.clone(), v.clone(),
-                         None if mask is None else mask.clone(), tile, what=what)
-        found = expect_shape(what, found, expected.shape)
-        if bool(torch.isnan(found).any()):
-            fail(what, "finite values (no NaN)", "NaN in a fully masked row" if mask is not None else "NaN",
-                 "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a "
-                 "zero output" if mask is not None else None,
-                 hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
-                      "-inf - (-inf) is NaN; and divide by the sum clamped above 0.")
-        expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
+
+def _check_tiled_case(
+    tiled_attention,
+    seed: int,
+    i: int,
+    shape: tuple[int, ...],
+    mask: Tensor | None,
+    tile: int,
+    dtype: torch.dtype,
+    scale: float,
+) -> None:
+    __tracebackhide__ = True
+    q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
+    masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
+    what = f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) (seed {seed})"
+    expected = tiled.tiled_attention(q, k, v, mask, tile)
+
+    def variant(**kw):
+        return lambda: _tiled_variant(q, k, v, mask, tile, **kw)
+
+    mistakes = {
+        "the running sum not rescaled when the maximum grows (multiply it by exp(m_old - m_new) too)": variant(
+            rescale_sum=False
+        ),
+        "the accumulated values not rescaled when the maximum grows (multiply them by exp(m_old - m_new) too)": variant(
+            rescale_acc=False
+        ),
+        "each tile normalised on its own and the tiles' outputs averaged: the weights must be normalised over "
+        "all keys": variant(per_tile=True),
+        "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
+        "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
+        "the mask ignored": variant(use_mask=False),
+    }
+    with forbidden(
+        tiled_attention,
+        _TILED_OPS,
+        "Keep a running maximum, sum and weighted sum per query, "
+        "rescaled as each tile of keys arrives; use torch.exp, not softmax.",
+    ):
+        found = call(
+            tiled_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), tile, what=what
+        )
+    found = expect_shape(what, found, expected.shape)
+    if bool(torch.isnan(found).any()):
+        fail(
+            what,
+            "finite values (no NaN)",
+            "NaN in a fully masked row" if mask is not None else "NaN",
+            "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero output"
+            if mask is not None
+            else None,
+            hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
+            "-inf - (-inf) is NaN; and divide by the sum clamped above 0.",
+        )
+    expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
 
 
 # ----------------------------------------------------------------------------- perplexity
+
 
 def _nll(logits: Tensor, tokens: Tensor, pad: int, shift: bool = True) -> tuple[Tensor, Tensor]:
     lg, tg = (logits[:, :-1], tokens[:, 1:]) if shift else (logits, tokens)
@@ -128,16 +187,22 @@ def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
     mean = (per * keep).sum() / keep.sum()
     rows = keep.any(-1)
     row_loss = (per * keep).sum(-1)[rows] / keep.sum(-1)[rows]
+
+    def unshifted() -> Tensor:
+        p, kk = _nll(logits, tokens, pad, shift=False)
+        return ((p * kk).sum() / kk.sum()).exp()
+
     return {
         "the mean loss returned, not exponentiated": lambda: mean,
-        "2 ** loss instead of exp(loss): the loss is in nats (natural logarithms)": lambda: 2 ** mean,
+        "2 ** loss instead of exp(loss): the loss is in nats (natural logarithms)": lambda: 2**mean,
         "exp of the summed loss instead of the mean": lambda: (per * keep).sum().exp(),
-        "the mean of per-row perplexities instead of exp of the mean loss over every target":
-            lambda: row_loss.exp().mean(),
-        "padding counted in the mean of the losses (divide by the number of non-pad targets)":
-            lambda: ((per * keep).sum() / per.numel()).exp(),
-        "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])":
-            lambda: (lambda p, kk: ((p * kk).sum() / kk.sum()).exp())(*_nll(logits, tokens, pad, shift=False)),
+        "the mean of per-row perplexities instead of exp of the mean loss over every target": lambda: (
+            row_loss.exp().mean()
+        ),
+        "padding counted in the mean of the losses (divide by the number of non-pad targets)": lambda: (
+            (per * keep).sum() / per.numel()
+        ).exp(),
+        "targets not shifted: position t scored on token t (perplexity scores logits[:, :-1] against tokens[:, 1:])": unshifted,  # noqa: E501
     }
 
 
@@ -145,20 +210,35 @@ def _perplexity_mistakes(logits: Tensor, tokens: Tensor, pad: int) -> dict:
 def check_perplexity(perplexity, seed: int = 0) -> None:
     """``perplexity(logits, tokens, pad_id)`` = exp(mean next-token loss over the non-pad targets):
     rows of different lengths, a pad id other than 0, uniform logits (perplexity V), float64."""
-    cases = [((2, 6, 7), 0, torch.float32, 1.0, [6, 3]), ((3, 5, 9), 0, torch.float64, 2.0, [5, 2, 4]),
-             ((2, 6, 8), 3, torch.float32, 1.0, [6, 4]), ((2, 4, 11), 0, torch.float32, 0.0, [4, 2])]
+    cases = [
+        ((2, 6, 7), 0, torch.float32, 1.0, [6, 3]),
+        ((3, 5, 9), 0, torch.float64, 2.0, [5, 2, 4]),
+        ((2, 6, 8), 3, torch.float32, 1.0, [6, 4]),
+        ((2, 4, 11), 0, torch.float32, 0.0, [4, 2]),
+    ]
     for i, (shape, pad, dtype, scale, lengths) in enumerate(cases):
         logits = random_tensor(shape, seed * 10 + i, dtype, scale)
         tokens = padded_targets(shape, pad, lengths, seed * 10 + i + 5)
-        what = (f"perplexity(logits {shape} {str(dtype)[6:]} of size ~{scale:g}, tokens with row lengths {lengths}, "
-                f"pad_id={pad}) (seed {seed})")
+        what = (
+            f"perplexity(logits {shape} {str(dtype)[6:]} of size ~{scale:g}, tokens with row lengths {lengths}, "
+            f"pad_id={pad}) (seed {seed})"
+        )
         expected = reference.perplexity(logits, tokens, pad)
-        with forbidden(perplexity, ["autograder.reference.modern_lm.perplexity",
-                                    "autograder.reference.families.next_token_loss"],
-                       "Shift, take log_softmax, gather the targets, average over the non-pad ones, exponentiate."):
+        with forbidden(
+            perplexity,
+            ["autograder.reference.modern_lm.perplexity", "autograder.reference.families.next_token_loss"],
+            "Shift, take log_softmax, gather the targets, average over the non-pad ones, exponentiate.",
+        ):
             found = call(perplexity, logits.clone(), tokens.clone(), pad, what=what)
         found = expect_shape(what, found, ())
-        expect_close(what, found, expected, atol=1e-4, rtol=1e-5, check_dtype=False,
-                     mistakes=_perplexity_mistakes(logits, tokens, pad))
+        expect_close(
+            what,
+            found,
+            expected,
+            atol=1e-4,
+            rtol=1e-5,
+            check_dtype=False,
+            mistakes=_perplexity_mistakes(logits, tokens, pad),
+        )
         if scale == 0.0:
             expect_equal(what + ": uniform logits give perplexity V", round(float(found), 4), float(shape[-1]))

@@ -14,7 +14,7 @@ the same place (file and first line): ``code.replace(co_name=..., co_varnames=..
 from an earlier import of the package are refused. Two functions of one file with the same body
 (``{i: t for t, i in vocab.items()}`` in two functions) are told apart by their lines, so an
 allowed one never counts as a blocked one; the same source retyped by a student (another file)
-is not refused, only flagged (``autograder.grading.grader.similarity``), and so is a copy whose origin
+is not refused, only flagged (``autograder.grading.grader.verdict.retyped``), and so is a copy whose origin
 was forged with ``code.replace(co_filename=...)``: an answer that touches ``__code__`` is flagged.
 
 The hook raises in the new frame, before its first line; CPython then removes the hook, and
@@ -61,8 +61,9 @@ def _content(code: types.CodeType) -> tuple:
         return cached[1]
     if len(_CONTENTS) > 10_000:
         _CONTENTS.clear()
-    consts = tuple(_content(k) if isinstance(k, types.CodeType) else (type(k).__name__, repr(k))
-                   for k in code.co_consts)
+    consts = tuple(
+        _content(k) if isinstance(k, types.CodeType) else (type(k).__name__, repr(k)) for k in code.co_consts
+    )
     content = (code.co_code, consts, code.co_names, code.co_argcount, code.co_kwonlyargcount, code.co_flags)
     _CONTENTS[id(code)] = (code, content)
     return content
@@ -95,8 +96,14 @@ class _Watch:
                 return entry[1]
         if code.co_firstlineno not in self.lines or code.co_filename not in self.files:
             return None
-        return next((refusal for blocked, refusal in self.contents.get(_content(code), [])
-                     if (blocked.co_filename, blocked.co_firstlineno) == (code.co_filename, code.co_firstlineno)), None)
+        return next(
+            (
+                refusal
+                for blocked, refusal in self.contents.get(_content(code), [])
+                if (blocked.co_filename, blocked.co_firstlineno) == (code.co_filename, code.co_firstlineno)
+            ),
+            None,
+        )
 
     def hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
         code = frame.f_code  # a global trace function hears only "call": a new Python frame

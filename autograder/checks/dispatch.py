@@ -30,41 +30,73 @@ _CLAMP = ("clamp", "clamp_", "clamp_min", "clamp_min_")  # torch.clip decomposes
 _SOFTMAX = ("_softmax",)  # softmax.int and special_softmax decompose into _softmax
 _LOG_SOFTMAX = ("_log_softmax",)
 # F.scaled_dot_product_attention picks a fused kernel, or its math path whose softmax is _safe_softmax.
-_SDPA = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
-         "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-         "_scaled_dot_product_fused_attention_overrideable", "_safe_softmax")
+_SDPA = (
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_safe_softmax",
+)
 _MHA_FAST = ("_native_multi_head_attention",)  # nn.MultiheadAttention's fast path (eval, no grad)
 _ENCODER_FAST = ("_transformer_encoder_layer_fwd", "_nested_tensor_from_mask")  # nn.TransformerEncoder's
 _LAYER_NORM = ("native_layer_norm",)  # layer_norm decomposes into native_layer_norm
-_BATCH_NORM = ("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-               "_native_batch_norm_legit_functional", "_batch_norm_with_update", "_batch_norm_no_update",
-               "cudnn_batch_norm", "miopen_batch_norm")  # instance_norm decomposes into batch norm
+_BATCH_NORM = (
+    "native_batch_norm",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional",
+    "_batch_norm_with_update",
+    "_batch_norm_no_update",
+    "cudnn_batch_norm",
+    "miopen_batch_norm",
+)  # instance_norm decomposes into batch norm
 
 REFUSED_OPS: dict[str, tuple[str, ...]] = {
     # chapter 0: relu built with torch.where, a comparison and a product; the MSE from a square and a mean
-    "torch.relu": _RELU, "torch.relu_": _RELU, "torch.nn.functional.relu": _RELU,
-    "torch.nn.functional.relu_": _RELU, "torch.Tensor.relu": _RELU, "torch.Tensor.relu_": _RELU,
+    "torch.relu": _RELU,
+    "torch.relu_": _RELU,
+    "torch.nn.functional.relu": _RELU,
+    "torch.nn.functional.relu_": _RELU,
+    "torch.Tensor.relu": _RELU,
+    "torch.Tensor.relu_": _RELU,
     "torch.nn.ReLU.forward": _RELU,
-    "torch.clamp": _CLAMP, "torch.clip": _CLAMP, "torch.Tensor.clamp": _CLAMP, "torch.Tensor.clip": _CLAMP,
-    "torch.clamp_min": _CLAMP, "torch.Tensor.clamp_min": _CLAMP,
-    "torch.nn.functional.mse_loss": ("mse_loss",), "torch.nn.MSELoss.forward": ("mse_loss",),
+    "torch.clamp": _CLAMP,
+    "torch.clip": _CLAMP,
+    "torch.Tensor.clamp": _CLAMP,
+    "torch.Tensor.clip": _CLAMP,
+    "torch.clamp_min": _CLAMP,
+    "torch.Tensor.clamp_min": _CLAMP,
+    "torch.nn.functional.mse_loss": ("mse_loss",),
+    "torch.nn.MSELoss.forward": ("mse_loss",),
     # chapter 2: softmax from exp, a maximum and a sum; attention from matrix products
-    "torch.softmax": _SOFTMAX, "torch.nn.functional.softmax": _SOFTMAX, "torch.Tensor.softmax": _SOFTMAX,
-    "torch.special.softmax": _SOFTMAX, "torch.log_softmax": _LOG_SOFTMAX,
-    "torch.nn.functional.log_softmax": _LOG_SOFTMAX, "torch.Tensor.log_softmax": _LOG_SOFTMAX,
+    "torch.softmax": _SOFTMAX,
+    "torch.nn.functional.softmax": _SOFTMAX,
+    "torch.Tensor.softmax": _SOFTMAX,
+    "torch.special.softmax": _SOFTMAX,
+    "torch.log_softmax": _LOG_SOFTMAX,
+    "torch.nn.functional.log_softmax": _LOG_SOFTMAX,
+    "torch.Tensor.log_softmax": _LOG_SOFTMAX,
     "torch.nn.functional.scaled_dot_product_attention": _SDPA,
     # chapters 2, 4, 6: only the fast path is nn.MultiheadAttention's own (its slow path is linear,
     # bmm, softmax, and scaled_dot_product_attention, refused where that is forbidden too)
-    "torch.nn.MultiheadAttention.forward": _MHA_FAST, "torch.nn.functional.multi_head_attention_forward": _MHA_FAST,
+    "torch.nn.MultiheadAttention.forward": _MHA_FAST,
+    "torch.nn.functional.multi_head_attention_forward": _MHA_FAST,
     # chapter 7: layer_norm from a mean and a biased variance; the other norms reduce to it
-    "torch.nn.functional.layer_norm": _LAYER_NORM, "torch.layer_norm": _LAYER_NORM,
-    "torch.native_layer_norm": _LAYER_NORM, "torch.nn.LayerNorm.forward": _LAYER_NORM,
-    "torch.nn.functional.group_norm": ("native_group_norm",), "torch.group_norm": ("native_group_norm",),
-    "torch.nn.functional.instance_norm": _BATCH_NORM, "torch.instance_norm": _BATCH_NORM,
-    "torch.nn.functional.batch_norm": _BATCH_NORM, "torch.batch_norm": _BATCH_NORM,
+    "torch.nn.functional.layer_norm": _LAYER_NORM,
+    "torch.layer_norm": _LAYER_NORM,
+    "torch.native_layer_norm": _LAYER_NORM,
+    "torch.nn.LayerNorm.forward": _LAYER_NORM,
+    "torch.nn.functional.group_norm": ("native_group_norm",),
+    "torch.group_norm": ("native_group_norm",),
+    "torch.nn.functional.instance_norm": _BATCH_NORM,
+    "torch.instance_norm": _BATCH_NORM,
+    "torch.nn.functional.batch_norm": _BATCH_NORM,
+    "torch.batch_norm": _BATCH_NORM,
     "torch.native_batch_norm": _BATCH_NORM,
     # chapters 7 and 9: the encoder layer's fused kernel (its slow path is the layer's own parts)
-    "torch._transformer_encoder_layer_fwd": _ENCODER_FAST, "torch.nn.TransformerEncoderLayer.forward": _ENCODER_FAST,
+    "torch._transformer_encoder_layer_fwd": _ENCODER_FAST,
+    "torch.nn.TransformerEncoderLayer.forward": _ENCODER_FAST,
     "torch.nn.TransformerEncoder.forward": _ENCODER_FAST,
 }
 
@@ -72,11 +104,12 @@ _DECOMPOSES = "it decomposes into operations a valid answer uses"
 PYTHON_LEVEL: dict[str, str] = {
     "torch.nn.RNN.forward": f"{_DECOMPOSES} (addmm, tanh: the loop the exercise asks for)",
     "torch.nn.RNNCell.forward": f"{_DECOMPOSES} (addmm, tanh)",
-    "torch.rnn_tanh": f"{_DECOMPOSES} (addmm, tanh)", "torch.rnn_tanh_cell": f"{_DECOMPOSES} (mm, add, tanh)",
+    "torch.rnn_tanh": f"{_DECOMPOSES} (addmm, tanh)",
+    "torch.rnn_tanh_cell": f"{_DECOMPOSES} (mm, add, tanh)",
     "torch.svd_lowrank": f"{_DECOMPOSES} (_linalg_svd, linalg_qr, mm: torch.linalg.svd is allowed)",
     "torch.pca_lowrank": f"{_DECOMPOSES} (_linalg_svd, linalg_qr, mm)",
     "torch.nn.functional.cross_entropy": f"{_DECOMPOSES}: _log_softmax + nll_loss_forward, exactly the ops of "
-                                         "F.nll_loss(F.log_softmax(...)), which labs 8 and 9 accept",
+    "F.nll_loss(F.log_softmax(...)), which labs 8 and 9 accept",
     "torch.nn.CrossEntropyLoss.forward": "it is F.cross_entropy",
     "torch.nn.functional.nll_loss": f"{_DECOMPOSES} (nll_loss_forward is what F.nll_loss is)",
     "torch.nn.NLLLoss.forward": "it is F.nll_loss",
@@ -90,7 +123,8 @@ PYTHON_LEVEL: dict[str, str] = {
     "torch.nn.modules.transformer._generate_square_subsequent_mask": f"{_DECOMPOSES} (full, triu)",
     # chapter 10: rms_norm has no kernel of its own on CPU
     "torch.nn.functional.rms_norm": f"{_DECOMPOSES} (pow, mean, add, rsqrt, mul: the exercise)",
-    "torch.rms_norm": "it is F.rms_norm", "torch.nn.RMSNorm.forward": "it is F.rms_norm",
+    "torch.rms_norm": "it is F.rms_norm",
+    "torch.nn.RMSNorm.forward": "it is F.rms_norm",
 }
 
 
@@ -118,8 +152,9 @@ class RefuseOps(TorchDispatchMode):
         child that grades a ``forbidden`` block. The wrapping is done below, only once Dynamo is loaded."""
         return False
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (),
-                           kwargs: Mapping[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+    ) -> Any:
         # the refusal first, from this object's own dict: nothing a submission planted in
         # sys.modules (a fake torch._dynamo) is consulted before it
         refusal = self.refusals.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
@@ -147,8 +182,9 @@ class RefuseBuiltins(torch.overrides.TorchFunctionMode):
         super().__init__()
         self.blocked = dict(blocked)  # id of the built-in -> (the built-in, kept alive; its sentinel)
 
-    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
-                           kwargs: Mapping[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+    ) -> Any:
         entry = self.blocked.get(id(func))
         if entry is not None and entry[0] is func:
             entry[1]()  # records the hit and raises

@@ -9,12 +9,14 @@ PyTorch's, and across the independent check's boundary it reaches them by those 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from autograder import reference
+from autograder.reference.kvcache import DecoderCache
 
 
 class SGD:
@@ -22,7 +24,7 @@ class SGD:
     imports torch._dynamo (about 2 s), which would make the lab too slow to grade."""
 
     def __init__(self, params: Iterable[nn.Parameter], lr: float) -> None:
-        self.param_groups = [{"params": list(params), "lr": lr}]
+        self.param_groups: list[dict[str, Any]] = [{"params": list(params), "lr": lr}]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.param_groups[0]["params"]:
@@ -59,7 +61,7 @@ class NoamSchedule:
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
-def sgd_with_noam(model: nn.Module, lr_factor: float = 2.0) -> tuple[SGD, NoamSchedule]:
+def sgd_with_noam(model: reference.EncoderDecoder, lr_factor: float = 2.0) -> tuple[SGD, NoamSchedule]:
     """What ``check_train_step`` hands the candidate: SGD(lr=1.0) and the Noam schedule
     (warmup 3, ``lr_factor``)."""
     optimizer = SGD(model.parameters(), lr=1.0)
@@ -75,7 +77,7 @@ class ScriptedModel(reference.EncoderDecoder):
         super().__init__(config)
         self.script = script  # (B, N) or None (an ordinary random model)
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: None = None) -> Tensor:
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None) -> Tensor:
         if cache is not None:
             raise ValueError("this model decodes the whole prefix: call decode without a cache")
         logits = super().decode(tgt_in, memory, src_mask)  # (B, T, V)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor
 
-from autograder.checks.core import beside, call, expect_close, forbidden, replaced
+from autograder.checks.core import Tolerance, beside, call, expect_close, forbidden, replaced
 
 _DROPOUT_OPS = ("torch.nn.functional.dropout", "torch.dropout")
 
@@ -40,8 +40,9 @@ class FixedDropout:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(repr((shape, p)).encode()))
         return torch.rand(shape, generator=g, dtype=torch.float64) >= p
 
-    def __call__(self, input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
-                 *, train: bool | None = None) -> Tensor:
+    def __call__(
+        self, input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *, train: bool | None = None
+    ) -> Tensor:
         training = training if train is None else train
         if not training or p == 0:
             return input
@@ -80,6 +81,7 @@ def run_in_training_mode(module: Any, args: tuple, seed: int) -> tuple[Any, list
 
 def _sites_hint(calls: list, sites: Mapping[tuple[int, ...], tuple[str, int]]) -> str:
     """Where dropout acted and where it should have, by the shapes of what it dropped."""
+
     def label(shape: tuple[int, ...]) -> str:
         return sites[shape][0] if shape in sites else f"a tensor of shape {shape}"
 
@@ -89,13 +91,24 @@ def _sites_hint(calls: list, sites: Mapping[tuple[int, ...], tuple[str, int]]) -
     expected = ", ".join(f"{name} ({count}x)" for name, count in sites.values())
     acted = ", ".join(f"{name} ({count}x)" for name, count in found.items()) or "nothing"
     ps = sorted({p for _, p in calls})
-    return (f"in training mode dropout acted on: {acted}; expected: {expected}"
-            + (f"; with p = {', '.join(f'{p:g}' for p in ps)}" if ps else "") + ".")
+    return (
+        f"in training mode dropout acted on: {acted}; expected: {expected}"
+        + (f"; with p = {', '.join(f'{p:g}' for p in ps)}" if ps else "")
+        + "."
+    )
 
 
-def expect_dropout(what: str, module: Any, args: tuple, seed: int, expected: Callable[[], Tensor],
-                   mistakes: Mapping[str, Callable[[], Tensor]], sites: Mapping[tuple[int, ...], tuple[str, int]],
-                   forbid: tuple[Any, Sequence[str], str], **tolerances: float) -> None:
+def expect_dropout(
+    what: str,
+    module: Any,
+    args: tuple,
+    seed: int,
+    expected: Callable[[], Tensor],
+    mistakes: Mapping[str, Callable[[], Tensor]],
+    sites: Mapping[tuple[int, ...], tuple[str, int]],
+    forbid: tuple[Any, Sequence[str], str],
+    **tolerances: Unpack[Tolerance],
+) -> None:
     """Run the candidate ``module`` in training mode under fixed dropout (inside
     ``forbidden(*forbid)``) and compare with ``expected()``, the reference in training mode
     computed here under the same masks; name the mistake of ``mistakes`` it matches, or say
@@ -107,6 +120,7 @@ def expect_dropout(what: str, module: Any, args: tuple, seed: int, expected: Cal
         def run() -> Tensor:
             with fixed_dropout(None, seed), torch.no_grad():
                 return make()
+
         return run
 
     reference_output = under_fixed(expected)()
@@ -114,5 +128,11 @@ def expect_dropout(what: str, module: Any, args: tuple, seed: int, expected: Cal
         result = call(beside, module, run_in_training_mode, args, seed, what=what)
     found, calls = result if isinstance(result, tuple) and len(result) == 2 else (result, [])
     wrong = {name: under_fixed(make) for name, make in mistakes.items()}
-    expect_close(what, found, reference_output, mistakes=wrong,
-                 hint=_sites_hint(calls if isinstance(calls, list) else [], sites), **tolerances)
+    expect_close(
+        what,
+        found,
+        reference_output,
+        mistakes=wrong,
+        hint=_sites_hint(calls if isinstance(calls, list) else [], sites),
+        **tolerances,
+    )

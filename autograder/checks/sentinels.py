@@ -9,14 +9,13 @@ a blocked plain function for one that refuses, so that the function object itsel
 wherever it was captured before the check (a default argument, a closure, a ``functools.partial``, a list);
 while the candidate runs, ``clones`` refuses the blocked functions' code under any other
 function object, and ``dispatch`` refuses PyTorch's targets by their built-ins and by the ATen
-operations only they produce (``torch.ops.aten.relu``).
+operations only they produce (``torch.ops.aten.relu``). ``sentinel_targets`` finds what
+they patch.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
 import inspect
 import itertools
 import sys
@@ -24,56 +23,10 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import torch
-
 from autograder.checks import clones, dispatch
 from autograder.checks.candidates import is_remote
 from autograder.checks.failures import ForbiddenCall
-
-
-def _resolve(path: str) -> tuple[Any, str, Any]:
-    """``"torch.nn.functional.softmax"`` -> (owner, attribute name, current value)."""
-    parts = path.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            owner: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for name in parts[cut:-1]:
-            owner = getattr(owner, name)
-        return owner, parts[-1], getattr(owner, parts[-1])
-    raise ValueError(f"cannot resolve {path!r}")
-
-
-def _same(value: Any, target: Any) -> bool:
-    """The same object, or a copy of it from an earlier import of our package."""
-    if value is target:
-        return True
-    mod, qual = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
-    return (isinstance(mod, str) and mod.startswith("autograder.") and qual is not None
-            and getattr(value, "__module__", None) == mod and getattr(value, "__qualname__", None) == qual)
-
-
-def _candidate_globals(candidate: Any) -> list[dict]:
-    """The global namespaces the candidate's code reads (a notebook's, usually)."""
-    functions = []
-    if isinstance(candidate, type):
-        for klass in candidate.__mro__:
-            if klass.__module__.startswith(("torch", "builtins")):
-                continue
-            functions += [v for v in vars(klass).values() if isinstance(v, types.FunctionType)]
-    elif isinstance(candidate, types.FunctionType):
-        functions = [candidate]
-    elif isinstance(candidate, torch.nn.Module):
-        return _candidate_globals(type(candidate))
-    elif isinstance(candidate, functools.partial):
-        return _candidate_globals(candidate.func)
-    seen, out = set(), []
-    for f in functions:
-        if id(f.__globals__) not in seen:
-            seen.add(id(f.__globals__))
-            out.append(f.__globals__)
-    return out
+from autograder.checks.sentinel_targets import candidate_globals, expand_classes, resolve, same
 
 
 class _Sentinel:
@@ -113,14 +66,20 @@ def _sentinel_code(function: types.FunctionType, key: str, message: str) -> type
     (a code can replace another only then) and reaches ``_refused`` by ``__import__``, not
     through ``function``'s globals."""
     free = [f"_{i}" for i in range(len(function.__code__.co_freevars))]
-    lines = ["def _outer():", *([f"    {' = '.join(free)} = None"] if free else []),
-             "    def refused(*args, **kwargs):", *([f"        {', '.join(free)},"] if free else []),
-             f"        raise __import__('autograder.checks.sentinels', fromlist=['_refused'])._refused({key!r}, "
-             f"{message!r})", "    return refused"]
+    lines = [
+        "def _outer():",
+        *([f"    {' = '.join(free)} = None"] if free else []),
+        "    def refused(*args, **kwargs):",
+        *([f"        {', '.join(free)},"] if free else []),
+        f"        raise __import__('autograder.checks.sentinels', fromlist=['_refused'])._refused({key!r}, "
+        f"{message!r})",
+        "    return refused",
+    ]
     namespace: dict[str, Any] = {"__builtins__": __builtins__}
     exec(compile("\n".join(lines), f"<forbidden {function.__qualname__}>", "exec"), namespace)  # noqa: S102
-    return namespace["_outer"]().__code__.replace(co_name=function.__code__.co_name,
-                                                  co_qualname=function.__code__.co_qualname)
+    return namespace["_outer"]().__code__.replace(
+        co_name=function.__code__.co_name, co_qualname=function.__code__.co_qualname
+    )
 
 
 def _function_of(obj: Any) -> types.FunctionType | None:
@@ -134,8 +93,11 @@ def _function_of(obj: Any) -> types.FunctionType | None:
 
 
 def _whose(path: str) -> str:
-    return ("the course's reference implementation" if path.startswith("autograder.")
-            else "PyTorch's own version of what this exercise asks you to build")
+    return (
+        "the course's reference implementation"
+        if path.startswith("autograder.")
+        else "PyTorch's own version of what this exercise asks you to build"
+    )
 
 
 class _Patches:
@@ -185,32 +147,18 @@ class _Patches:
 def _refuse_forbidden_candidate(candidate: Any, targets: Sequence[str], instead: str) -> None:
     """A candidate that *is* a forbidden object is refused before it runs."""
     for path in targets:
-        if _same(candidate, _resolve(path)[2]):
+        if same(candidate, resolve(path)[2]):
             raise ForbiddenCall(f"your answer is `{path}` itself, {_whose(path)}. {instead}")
-
-
-def _expand_classes(targets: Sequence[str]) -> tuple[list[str], list[type]]:
-    """The paths to patch: a reference class becomes its ``__init__`` and ``forward``."""
-    expanded: list[str] = []
-    classes: list[type] = []
-    for path in targets:
-        obj = _resolve(path)[2]
-        if isinstance(obj, type) and obj.__module__.startswith("autograder."):
-            classes.append(obj)
-            expanded += [f"{path}.__init__", f"{path}.forward"]
-        else:
-            expanded.append(path)
-    return expanded, classes
 
 
 def _install(patches: _Patches, path: str, value: Any) -> Any:
     """Set ``path`` to ``value``, and a reference function also where our other modules
     imported it; return what was there."""
-    owner, name, obj = _resolve(path)
+    owner, name, obj = resolve(path)
     patches.set(owner, name, value)
     if path.startswith("autograder.") and not isinstance(owner, type):
         for mod_name, mod in list(sys.modules.items()):
-            if mod_name.startswith("autograder.") and mod is not owner and _same(getattr(mod, name, None), obj):
+            if mod_name.startswith("autograder.") and mod is not owner and same(getattr(mod, name, None), obj):
                 patches.set(mod, name, value)
     return obj
 
@@ -219,26 +167,29 @@ def _rebind_candidate_names(patches: _Patches, candidate: Any, replaced: list[tu
     """Names in the candidate's globals bound to a replaced object (``from torch import
     softmax``) get its replacement; returns the classes those globals hold."""
     classes: set[type] = set()
-    for namespace in _candidate_globals(candidate):
+    for namespace in candidate_globals(candidate):
         for key, value in list(namespace.items()):
             if isinstance(value, types.ModuleType):
                 continue
             for obj, replacement in replaced:
-                if _same(value, obj):
+                if same(value, obj):
                     patches.set_item(namespace, key, replacement)
             if isinstance(value, type):
                 classes.add(value)
     return classes
 
 
-def _block_stale_classes(patches: _Patches, classes: set[type], blocked: list[type], instead: str,
-                         hits: list[str]) -> None:
+def _block_stale_classes(
+    patches: _Patches, classes: set[type], blocked: list[type], instead: str, hits: list[str]
+) -> None:
     """A copy of a blocked class from an earlier import of our package is blocked too."""
     for klass in classes:
         for target in blocked:
-            if klass is not target and _same(klass, target):
-                message = (f"your code uses `{target.__module__}.{target.__qualname__}`, the course's "
-                           f"reference implementation. {instead}")
+            if klass is not target and same(klass, target):
+                message = (
+                    f"your code uses `{target.__module__}.{target.__qualname__}`, the course's "
+                    f"reference implementation. {instead}"
+                )
                 for name in ("__init__", "forward"):
                     patches.set(klass, name, _Sentinel(target.__qualname__, message, hits))
 
@@ -282,15 +233,18 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
     builtins: dict[int, tuple[Any, _Sentinel]] = {}
     codes: dict[int, tuple[types.CodeType, clones.Refusal]] = {}  # the blocked functions' own codes
     try:
-        expanded, blocked = _expand_classes(targets)
+        expanded, blocked = expand_classes(targets)
         sentinels = [_block(path, blocked, instead, hits, patches, builtins, codes) for path in expanded]
         classes = _rebind_candidate_names(patches, candidate, sentinels)
         if isinstance(candidate, type):
             classes.update(candidate.__mro__)
         _block_stale_classes(patches, classes, blocked, instead, hits)
         ops = {op: _op_refusal(path, instead, hits) for op, path in dispatch.refused_ops(expanded).items()}
-        with (dispatch.RefuseBuiltins(builtins) if builtins else contextlib.nullcontext(),
-              dispatch.RefuseOps(ops) if ops else contextlib.nullcontext(), clones.refusing(codes)):
+        with (
+            dispatch.RefuseBuiltins(builtins) if builtins else contextlib.nullcontext(),
+            dispatch.RefuseOps(ops) if ops else contextlib.nullcontext(),
+            clones.refusing(codes),
+        ):
             yield
     finally:
         patches.restore()
@@ -298,20 +252,29 @@ def forbidden(candidate: Any, targets: Sequence[str], instead: str) -> Iterator[
         raise ForbiddenCall(f"your code calls `{hits[0]}`. {instead}")
 
 
-def _block(path: str, blocked: list[type], instead: str, hits: list[str], patches: _Patches,
-           builtins: dict[int, tuple[Any, _Sentinel]],
-           codes: dict[int, tuple[types.CodeType, clones.Refusal]]) -> tuple[Any, _Sentinel]:
+def _block(
+    path: str,
+    blocked: list[type],
+    instead: str,
+    hits: list[str],
+    patches: _Patches,
+    builtins: dict[int, tuple[Any, _Sentinel]],
+    codes: dict[int, tuple[types.CodeType, clones.Refusal]],
+) -> tuple[Any, _Sentinel]:
     """Put a sentinel in place of one target of ``forbidden`` (``path``); return (what it replaced,
     the sentinel). A plain function also refuses through its own code (noted in ``codes``), a
     builtin of torch through the dispatcher (noted in ``builtins``)."""
-    owner = _resolve(path)[0]
+    owner = resolve(path)[0]
     label = path.rsplit(".", 1)[0] if path.endswith((".__init__", ".forward")) and owner in blocked else path
     sentinel = _Sentinel(label, f"your code calls `{label}`, {_whose(path)}. {instead}", hits)
     original = _install(patches, path, sentinel)
     function = _function_of(original)
     # not an inherited method (nn.Module.__init__ for a class without its own)
-    if (function is not None and path not in _NO_CODE_SWAP
-            and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))):
+    if (
+        function is not None
+        and path not in _NO_CODE_SWAP
+        and (not isinstance(owner, type) or path.rsplit(".", 1)[1] in vars(owner))
+    ):
         sentinel.function = function
         inner = inspect.unwrap(function)  # a decorator's wrapper: the function it calls, captured alone
         inner = inner if isinstance(inner, types.FunctionType) else function
@@ -326,17 +289,25 @@ def _block(path: str, blocked: list[type], instead: str, hits: list[str], patche
 
 def _copy_refusal(label: str, path: str, instead: str, hits: list[str]) -> clones.Refusal:
     """What a copy of a blocked function's code does when it runs: the hit named, and the road."""
+
     def refuse() -> BaseException:
         hits.append(f"{label} (its code under another function object)")
-        return ForbiddenCall(f"your code runs the code of `{label}`, {_whose(path)}, under another function "
-                             f"object (one made from its __code__, or a copy of it). {instead}")
+        return ForbiddenCall(
+            f"your code runs the code of `{label}`, {_whose(path)}, under another function "
+            f"object (one made from its __code__, or a copy of it). {instead}"
+        )
+
     return refuse
 
 
 def _op_refusal(path: str, instead: str, hits: list[str]) -> Callable[[str], BaseException]:
     """What a refused ATen operation does when it is dispatched: the hit named, and the road."""
+
     def refuse(op: str) -> BaseException:
         hits.append(f"{path} (as the operation aten.{op})")
-        return ForbiddenCall(f"your code reaches `{path}` as PyTorch's operation aten.{op} (torch.ops.aten.{op} "
-                             f"and the like are refused too), {_whose(path)}. {instead}")
+        return ForbiddenCall(
+            f"your code reaches `{path}` as PyTorch's operation aten.{op} (torch.ops.aten.{op} "
+            f"and the like are refused too), {_whose(path)}. {instead}"
+        )
+
     return refuse

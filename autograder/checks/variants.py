@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -43,29 +44,44 @@ def softmax_axis_mistakes(scores_ndim: int) -> dict[str, int]:
 def wrong_axes(ndim: int, right: int) -> list[int]:
     """Every axis of an ``ndim``-D tensor but ``right``, counted from 0 (as a shape is read)."""
     return [a for a in range(ndim) if a != right % ndim]
-MASK_AFTER_SOFTMAX = ("mask applied after the softmax: masked weights were zeroed but the rest no longer sum "
-                      "to 1; fill the masked scores with -inf BEFORE the softmax")
-MASK_INVERTED = ("mask polarity inverted: in this course True means 'may attend' (nn.MultiheadAttention's "
-                 "boolean masks mean the opposite, True = blocked)")
+
+
+MASK_AFTER_SOFTMAX = (
+    "mask applied after the softmax: masked weights were zeroed but the rest no longer sum "
+    "to 1; fill the masked scores with -inf BEFORE the softmax"
+)
+MASK_INVERTED = (
+    "mask polarity inverted: in this course True means 'may attend' (nn.MultiheadAttention's "
+    "boolean masks mean the opposite, True = blocked)"
+)
 MASK_FILLED_WITH_ZERO = "masked scores set to 0 instead of -inf, so masked keys still get weight"
-MASK_FILLED_FINITE = ("masked scores filled with a finite value such as -1e4 instead of -inf: masked keys "
-                      "still get weight (a fully masked row averages every value, and large scores leak)")
-NAN_ROWS = ("a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a "
-            "zero output")
+MASK_FILLED_FINITE = (
+    "masked scores filled with a finite value such as -1e4 instead of -inf: masked keys "
+    "still get weight (a fully masked row averages every value, and large scores leak)"
+)
+NAN_ROWS = "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero output"
 NO_OUT_PROJ = "output projection out_proj not applied"
 HEADS_WITHOUT_TRANSPOSE = "heads reshaped without the transpose (heads mixed with positions)"
 
 MASK_MISTAKES = (MASK_AFTER_SOFTMAX, MASK_INVERTED, MASK_FILLED_WITH_ZERO, MASK_FILLED_FINITE, NAN_ROWS)
 
 
-def wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, mistake: str,
-                    d_model: int | None = None, softmax_dim: int | None = None) -> tuple[Tensor, Tensor]:
+def wrong_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    mistake: str,
+    d_model: int | None = None,
+    softmax_dim: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention ``(output, weights)`` with ``mistake`` (one of the
     constants above, or a ``softmax_axis_mistakes`` key with its ``softmax_dim``) made;
     ``d_model`` for ``SCALE_BY_D_MODEL``."""
     raw = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
-    divisor = {NO_SCALE: 1.0, SCALE_BY_DH: q.size(-1),
-               SCALE_BY_D_MODEL: math.sqrt(d_model or q.size(-1))}.get(mistake, math.sqrt(q.size(-1)))
+    divisor = {NO_SCALE: 1.0, SCALE_BY_DH: q.size(-1), SCALE_BY_D_MODEL: math.sqrt(d_model or q.size(-1))}.get(
+        mistake, math.sqrt(q.size(-1))
+    )
     scores = raw / divisor
     dim = softmax_dim if softmax_dim is not None else -2 if mistake == SOFTMAX_OVER_QUERIES else -1
     if mask is None:
@@ -85,8 +101,15 @@ def wrong_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, mistak
     return weights @ v, weights  # (..., Lq, Dv), (..., Lq, Lk)
 
 
-def wrong_multi_head_attention(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-                               mistake: str, softmax_dim: int | None = None) -> tuple[Tensor, Tensor]:
+def wrong_multi_head_attention(
+    mha: reference.MultiHeadAttention,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None,
+    mistake: str,
+    softmax_dim: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """The reference module ``mha``'s computation ``(output, weights)`` with ``mistake`` made:
     an attention mistake (a softmax over ``softmax_dim``), ``NO_OUT_PROJ`` or ``HEADS_WITHOUT_TRANSPOSE``."""
     h = mha.num_heads
@@ -106,54 +129,75 @@ def wrong_multi_head_attention(mha: nn.Module, query: Tensor, key: Tensor, value
     return (merged if mistake == NO_OUT_PROJ else mha.out_proj(merged)), weights
 
 
-# ----------------------------------------------------------------------------- losses
+# ----------------------------------------------------------------------------- losses and layers
 
-# a cross-entropy's log_softmax over another axis than the vocabulary's (labs 8 and 9); {}: the axis
-LOG_SOFTMAX_OVER = "log_softmax over dim {} instead of over the vocabulary (dim -1)"
-
-# ----------------------------------------------------------------------------- layers
+LOG_SOFTMAX_OVER = "log_softmax over dim {} instead of over the vocabulary (dim -1)"  # labs 8 and 9; {}: the axis
 
 NO_RESIDUAL = "the residual connection is missing (x + sublayer(...) is needed around every sublayer)"
 POST_NORM_INSTEAD = "post-norm computed although norm_first=True"
 PRE_NORM_INSTEAD = "pre-norm computed although norm_first=False"
-BATCH_STATISTICS = ("statistics over the batch and positions (BatchNorm) instead of LayerNorm over each "
-                    "position's features")
-RESIDUAL_AFTER_NORM = ("in pre-norm the residual is added after the norm (h = norm(x); h + sublayer(h)); "
-                       "it must add the un-normalised x: x + sublayer(norm(x))")
+BATCH_STATISTICS = (
+    "statistics over the batch and positions (BatchNorm) instead of LayerNorm over each position's features"
+)
+RESIDUAL_AFTER_NORM = (
+    "in pre-norm the residual is added after the norm (h = norm(x); h + sublayer(h)); "
+    "it must add the un-normalised x: x + sublayer(norm(x))"
+)
 SRC_MASK_IGNORED = "the padding mask (src_mask) is ignored"
 TGT_MASK_IGNORED = "the causal mask (tgt_mask) is ignored in self-attention"
 MEMORY_MASK_IGNORED = "the memory mask (memory_mask) is ignored in cross-attention"
 MEMORY_IN_LAST_RESIDUAL = "the last residual adds the encoder output (memory) instead of the decoder's own state"
-CROSS_KV_FROM_DECODER = ("cross-attention takes its keys and values from the decoder (y) instead of the encoder "
-                         "output (memory)")
+CROSS_KV_FROM_DECODER = (
+    "cross-attention takes its keys and values from the decoder (y) instead of the encoder output (memory)"
+)
 CROSS_KV_FROM_DECODER_TGT_MASK = CROSS_KV_FROM_DECODER + ", with the target mask"
-CROSS_MEMORY_AS_QUERY = ("the encoder output is the query of cross-attention (and the decoder state its value); "
-                         "queries come from the decoder, keys and values from memory")
-CROSS_ROLES_SWAPPED = ("the encoder output is the query of cross-attention and the decoder gives the keys and "
-                       "values: the roles are swapped")
-CROSS_WITHOUT_MASK = ("with no mask: cross-attention needs memory_mask too, so that no query attends to the "
-                      "source's padding")
+CROSS_MEMORY_AS_QUERY = (
+    "the encoder output is the query of cross-attention (and the decoder state its value); "
+    "queries come from the decoder, keys and values from memory"
+)
+CROSS_ROLES_SWAPPED = (
+    "the encoder output is the query of cross-attention and the decoder gives the keys and "
+    "values: the roles are swapped"
+)
+CROSS_WITHOUT_MASK = (
+    "with no mask: cross-attention needs memory_mask too, so that no query attends to the source's padding"
+)
 
 # where a layer's dropout acts (training mode)
-NO_DROPOUT = ("no dropout at all in training mode (nn.Dropout acts only while the module is training; "
-              "F.dropout needs training=self.training)")
-NO_ATTENTION_DROPOUT = ("dropout missing on the attention weights: build the attention as "
-                        "MultiHeadAttention(d_model, num_heads, dropout)")
-NO_CROSS_ATTENTION_DROPOUT = ("dropout missing on the cross-attention weights: build cross_attn as "
-                              "MultiHeadAttention(d_model, num_heads, dropout)")
-NO_FFN_DROPOUT = ("no dropout on the feed-forward hidden units: build the FFN as "
-                  "PositionwiseFeedForward(d_model, d_ff, dropout)")
-NO_SUBLAYER_DROPOUT = ("no dropout on the sublayer output: each sublayer's output is dropped before the residual "
-                       "add, x + dropout(sublayer(x))")
-DROPOUT_AFTER_RESIDUAL = ("dropout after the residual add, dropout(x + sublayer(x)), which drops the residual "
-                          "path too: drop the sublayer's output only, x + dropout(sublayer(x))")
+NO_DROPOUT = (
+    "no dropout at all in training mode (nn.Dropout acts only while the module is training; "
+    "F.dropout needs training=self.training)"
+)
+NO_ATTENTION_DROPOUT = (
+    "dropout missing on the attention weights: build the attention as MultiHeadAttention(d_model, num_heads, dropout)"
+)
+NO_CROSS_ATTENTION_DROPOUT = (
+    "dropout missing on the cross-attention weights: build cross_attn as "
+    "MultiHeadAttention(d_model, num_heads, dropout)"
+)
+NO_FFN_DROPOUT = (
+    "no dropout on the feed-forward hidden units: build the FFN as PositionwiseFeedForward(d_model, d_ff, dropout)"
+)
+NO_SUBLAYER_DROPOUT = (
+    "no dropout on the sublayer output: each sublayer's output is dropped before the residual "
+    "add, x + dropout(sublayer(x))"
+)
+DROPOUT_AFTER_RESIDUAL = (
+    "dropout after the residual add, dropout(x + sublayer(x)), which drops the residual "
+    "path too: drop the sublayer's output only, x + dropout(sublayer(x))"
+)
 DROPOUT_AFTER_NORM = "dropout after the norm, dropout(norm(x + sublayer(x))): it goes inside, on sublayer(x)"
 DROPOUT_ON_SUBLAYER_INPUT = "dropout on the sublayer's input instead of its output"
-FFN_DROPOUT_NOT_APPLIED = ("dropout is not applied to the hidden units: store nn.Dropout(dropout) as self.dropout "
-                           "and apply it between the ReLU and linear2")
-DROPOUT_IN_FFN_ONLY_AT_OUTPUT = ("dropout after the second linear layer instead of on the hidden units "
-                                 "(between the ReLU and linear2)")
+FFN_DROPOUT_NOT_APPLIED = (
+    "dropout is not applied to the hidden units: store nn.Dropout(dropout) as self.dropout "
+    "and apply it between the ReLU and linear2"
+)
+DROPOUT_IN_FFN_ONLY_AT_OUTPUT = (
+    "dropout after the second linear layer instead of on the hidden units (between the ReLU and linear2)"
+)
 DROPOUT_ON_FFN_INPUT = "dropout on the FFN's input instead of its hidden units (between the ReLU and linear2)"
+
+Layer = reference.EncoderLayer | reference.DecoderLayer  # the reference layer whose mistakes are made here
 
 
 @contextlib.contextmanager
@@ -177,11 +221,19 @@ def batch_stats_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5)
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
 
-def _add_norm(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], post: bool,
-              residual: str, drop: Callable[[Tensor], Tensor], where: str) -> Tensor:
+def _add_norm(
+    x: Tensor,
+    sublayer: Callable[[Tensor], Tensor],
+    norm: Callable[[Tensor], Tensor],
+    post: bool,
+    residual: str,
+    drop: Callable[[Tensor], Tensor],
+    where: str,
+) -> Tensor:
     """One sublayer with its residual, norm and dropout. ``residual``: "add", "none" or
     "after_norm" (pre-norm: h = norm(x); h + sublayer(h)); ``where`` dropout acts: "output"
     (right), "none", "after_residual", "after_norm", "input"."""
+
     def on(place: str) -> Callable[[Tensor], Tensor]:
         return drop if where == place else (lambda t: t)
 
@@ -191,40 +243,58 @@ def _add_norm(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[T
         return on("after_norm")(norm(on("after_residual")(total)))
     h = norm(x)
     out = on("output")(sublayer(on("input")(h)))
-    return on("after_residual")({"add": x, "none": 0, "after_norm": h}[residual] + out)
+    shortcut: dict[str, Tensor | int] = {"add": x, "none": 0, "after_norm": h}
+    return on("after_residual")(shortcut[residual] + out)
 
 
-def layer_variant(ref: nn.Module, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None,
-                  memory_mask: Tensor | None, *, post: bool, residual: str = "add", batch_stats: bool = False,
-                  ignore_tgt_mask: bool = False, ignore_memory_mask: bool = False, cross: str = "right",
-                  memory_in_last_residual: bool = False, p: float = 0.0, drop_where: str = "output",
-                  attention_dropout: bool = True, cross_attention_dropout: bool = True,
-                  ffn_dropout: bool = True) -> Tensor:
+def layer_variant(
+    ref: Layer,
+    y: Tensor,
+    memory: Tensor | None,
+    tgt_mask: Tensor | None,
+    memory_mask: Tensor | None,
+    *,
+    post: bool,
+    residual: str = "add",
+    batch_stats: bool = False,
+    ignore_tgt_mask: bool = False,
+    ignore_memory_mask: bool = False,
+    cross: str = "right",
+    memory_in_last_residual: bool = False,
+    p: float = 0.0,
+    drop_where: str = "output",
+    attention_dropout: bool = True,
+    cross_attention_dropout: bool = True,
+    ffn_dropout: bool = True,
+) -> Tensor:
     """A reference ``EncoderLayer`` (``memory`` None: ``tgt_mask`` is its src_mask) or
     ``DecoderLayer`` with one or more mistakes. In training mode the sublayer outputs get
     ``F.dropout(p)`` where ``drop_where`` says (under ``dropout.fixed_dropout`` its masks are
     the candidate's)."""
     decoder = memory is not None
-    own_norms = [ref.norm1, ref.norm2, ref.norm3] if decoder else [ref.norm1, ref.norm2]
-    norms = [batch_stats_norm_of(n) if batch_stats else n for n in own_norms]
+    dec = cast(reference.DecoderLayer, ref)  # its decoder parts, read only when memory is given
+    own_norms = [ref.norm1, ref.norm2, dec.norm3] if decoder else [ref.norm1, ref.norm2]
+    norms: list[Callable[[Tensor], Tensor]] = [batch_stats_norm_of(n) if batch_stats else n for n in own_norms]
     tm = None if ignore_tgt_mask else tgt_mask
     mm = None if ignore_memory_mask else memory_mask
-    off = ([] if attention_dropout else [ref.self_attn, *([ref.cross_attn] if decoder else [])])
-    off += [] if cross_attention_dropout or not decoder else [ref.cross_attn]
+    off: list[nn.Module] = [] if attention_dropout else [ref.self_attn, *([dec.cross_attn] if decoder else [])]
+    off += [] if cross_attention_dropout or not decoder else [dec.cross_attn]
     off += [] if ffn_dropout else [ref.ff]
 
     def drop(t: Tensor) -> Tensor:
         return F.dropout(t, p) if p > 0 and ref.training else t
 
-    blocks = [lambda h: ref.self_attn(h, h, h, tm)]
+    blocks: list[Callable[[Tensor], Tensor]] = [lambda h: ref.self_attn(h, h, h, tm)]
     if decoder:
-        blocks.append({
-            "right": lambda h: ref.cross_attn(h, memory, memory, mm),
-            "kv_from_decoder": lambda h: ref.cross_attn(h, h, h, mm),
-            "kv_from_decoder_tgt_mask": lambda h: ref.cross_attn(h, h, h, tm),
-            "memory_as_query": lambda h: ref.cross_attn(memory, memory, h, mm),
-            "roles_swapped": lambda h: ref.cross_attn(memory, h, h, mm),
-        }[cross])
+        blocks.append(
+            {
+                "right": lambda h: dec.cross_attn(h, memory, memory, mm),
+                "kv_from_decoder": lambda h: dec.cross_attn(h, h, h, mm),
+                "kv_from_decoder_tgt_mask": lambda h: dec.cross_attn(h, h, h, tm),
+                "memory_as_query": lambda h: dec.cross_attn(memory, memory, h, mm),
+                "roles_swapped": lambda h: dec.cross_attn(memory, h, h, mm),
+            }[cross]
+        )
     with _without_dropout(*off):
         for block, norm in zip(blocks, norms, strict=False):
             y = _add_norm(y, block, norm, post, residual, drop, drop_where)
@@ -242,11 +312,11 @@ def norm_over(x: Tensor, weight: Tensor, bias: Tensor, eps: float, dim: int) -> 
     return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(dim, keepdim=True) + eps) * weight + bias
 
 
-def batch_stats_norm_of(ln: nn.Module) -> Callable[[Tensor], Tensor]:
+def batch_stats_norm_of(ln: reference.LayerNorm) -> Callable[[Tensor], Tensor]:
     return lambda x: batch_stats_norm(x, ln.weight, ln.bias, ln.eps)
 
 
-def layer_mistakes(ref: nn.Module, args: tuple, norm_first: bool, flags: dict[str, dict]) -> dict[str, Callable]:
+def layer_mistakes(ref: Layer, args: tuple, norm_first: bool, flags: dict[str, dict]) -> dict[str, Callable]:
     """``{name: function giving the wrong output}``: the mistakes every layer can make, and
     ``flags`` (``{name: keywords of layer_variant}``) of its own. ``args``: (y, memory,
     tgt_mask, memory_mask) as ``layer_variant`` takes them."""
@@ -262,7 +332,7 @@ def layer_mistakes(ref: nn.Module, args: tuple, norm_first: bool, flags: dict[st
     return {name: (lambda kw=kw: layer_variant(ref, *args, **{"post": post, **kw})) for name, kw in own.items()}
 
 
-def dropout_mistakes(ref: nn.Module, args: tuple, norm_first: bool, p: float) -> dict[str, Callable]:
+def dropout_mistakes(ref: Layer, args: tuple, norm_first: bool, p: float) -> dict[str, Callable]:
     """Where a layer in training mode can misplace or forget its dropout."""
     flags: dict[str, dict] = {
         NO_DROPOUT: dict(drop_where="none", attention_dropout=False, ffn_dropout=False),

@@ -29,13 +29,24 @@ def load_reference_weights(candidate: torch.nn.Module, reference: torch.nn.Modul
     missing = sorted(set(ref_state) - set(cand_state))
     unexpected = sorted(set(cand_state) - set(ref_state) - buffers)  # extra buffers are allowed, parameters not
     if missing or unexpected:
-        expected = (f"parameters named {sorted(ref_state)}" if len(ref_state) <= 12
-                    else f"the reference's {len(ref_state)} parameter names")
-        fail(what, expected, f"missing {missing}, unexpected {unexpected}",
-             hint="use the attribute names of the docstring (they are PyTorch's names).")
+        expected = (
+            f"parameters named {sorted(ref_state)}"
+            if len(ref_state) <= 12
+            else f"the reference's {len(ref_state)} parameter names"
+        )
+        fail(
+            what,
+            expected,
+            f"missing {missing}, unexpected {unexpected}",
+            hint="use the attribute names of the docstring (they are PyTorch's names).",
+        )
     for name, value in ref_state.items():
         if cand_state[name].shape != value.shape:
-            fail(f"{what}: parameter {name}", f"shape {tuple(value.shape)}", f"shape {tuple(cand_state[name].shape)}",
-                 hint="nn.Linear(in, out) stores its weight as (out, in).")
+            fail(
+                f"{what}: parameter {name}",
+                f"shape {tuple(value.shape)}",
+                f"shape {tuple(cand_state[name].shape)}",
+                hint="nn.Linear(in, out) stores its weight as (out, in).",
+            )
     own = {name: value for name, value in cand_state.items() if name not in ref_state}  # its extra buffers
     candidate.load_state_dict({**own, **ref_state})

@@ -30,8 +30,12 @@ def collate(pairs: Sequence[Pair], pad_id: int = PAD_ID) -> tuple[Tensor, Tensor
 
 
 def batches(
-    pairs: Sequence[Pair], batch_size: int, pad_id: int = PAD_ID, shuffle: bool = True,
-    generator: torch.Generator | None = None, bucket: int = 50,
+    pairs: Sequence[Pair],
+    batch_size: int,
+    pad_id: int = PAD_ID,
+    shuffle: bool = True,
+    generator: torch.Generator | None = None,
+    bucket: int = 50,
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """Yield ``collate``d batches covering every pair once (the last one may be smaller).
 

@@ -58,6 +58,7 @@ class Task:
 
 # ---- copy and reverse: random strings of letters --------------------------------------
 
+
 def _symbols(num_symbols: int) -> list[str]:
     if not 1 <= num_symbols <= 26:
         raise ValueError(f"num_symbols must be between 1 and 26, got {num_symbols}")
@@ -80,16 +81,54 @@ def _string_task(reverse: bool, num_symbols: int = 10, min_len: int = 3, max_len
 # ---- dates: "the third of march nineteen ninety" -> 1 9 9 0 - 0 3 - 0 3 ----------------
 
 _ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-_TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
-          "seventeen", "eighteen", "nineteen"]
+_TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-_ORDINALS = ["", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-             "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth",
-             "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth"]
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december"]
-_DATE_WORDS = (_ONES[1:] + _TEENS + _TENS[2:] + _ORDINALS[1:] + ["thirtieth"] + _MONTHS
-               + ["the", "of", "oh", "hundred", "thousand"])
+_ORDINALS = [
+    "",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+]
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_DATE_WORDS = (
+    _ONES[1:]
+    + _TEENS
+    + _TENS[2:]
+    + _ORDINALS[1:]
+    + ["thirtieth"]
+    + _MONTHS
+    + ["the", "of", "oh", "hundred", "thousand"]
+)
 
 
 def _ordinal(day: int) -> list[str]:
@@ -115,8 +154,11 @@ def _year(year: int) -> list[str]:
     century, rest = divmod(year, 100)
     if year // 10 == 200:  # 2000-2009: two thousand (five)
         return ["two", "thousand"] + ([_ONES[rest]] if rest else [])
-    head = [_TEENS[century - 10]] if century < 20 else [_TENS[century // 10]] + (
-        [_ONES[century % 10]] if century % 10 else [])
+    head = (
+        [_TEENS[century - 10]]
+        if century < 20
+        else [_TENS[century // 10]] + ([_ONES[century % 10]] if century % 10 else [])
+    )
     return head + _two_digits(rest)
 
 
@@ -130,11 +172,11 @@ def _date_task(min_year: int = 1900, max_year: int = 2099):
         d = datetime.date.fromordinal(rng.randint(first, last))
         day, month, year = _ordinal(d.day), [_MONTHS[d.month - 1]], _year(d.year)
         form = rng.randrange(3)
-        if form == 0:    # the third of march nineteen ninety
+        if form == 0:  # the third of march nineteen ninety
             words = ["the", *day, "of", *month, *year]
         elif form == 1:  # march the third nineteen ninety
             words = [*month, "the", *day, *year]
-        else:            # march third nineteen ninety
+        else:  # march third nineteen ninety
             words = [*month, *day, *year]
         return tuple(words), tuple(d.isoformat())  # one token per character: 1 9 9 0 - 0 3 - 0 3
 
@@ -151,7 +193,11 @@ TASK_NAMES = tuple(_TASKS)
 
 
 def make_task(
-    name: str, num_train: int = 10_000, num_valid: int = 500, num_test: int = 500, seed: int = 0,
+    name: str,
+    num_train: int = 10_000,
+    num_valid: int = 500,
+    num_test: int = 500,
+    seed: int = 0,
     **options,
 ) -> Task:
     """Generate a task's three disjoint splits from ``seed``.
@@ -198,9 +244,11 @@ def make_task(
     src_vocab, tgt_vocab = Vocab(src_tokens), Vocab(tgt_tokens)
     pairs = [(src_vocab.encode(s, eos=True), tgt_vocab.encode(t, bos=True, eos=True)) for s, t in examples]
     return Task(
-        name, src_vocab, tgt_vocab,
+        name,
+        src_vocab,
+        tgt_vocab,
         train=pairs[:num_train],
-        valid=pairs[num_train:num_train + num_valid],
-        test=pairs[num_train + num_valid:],
+        valid=pairs[num_train : num_train + num_valid],
+        test=pairs[num_train + num_valid :],
         options=opts,
     )

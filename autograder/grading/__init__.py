@@ -17,5 +17,4 @@ grade nothing:
     workspace   a student's copy of the labs, updated to a new release with their answers kept
     lab         a student's JupyterLab on that copy (``make lab``), student tools only
     answers     a released lab answered from the solutions (the grading tests' submissions)
-    sample_lab  the source of the sample lab 00-warmup
 """

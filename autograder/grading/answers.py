@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import notebook_cells as nbcells
+from autograder.grading.layout import CourseLayout
 
 _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
@@ -17,16 +18,19 @@ _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 def solutions(root: Path, lab: str) -> dict[str, str]:
     """grade_id -> the solution cell of ``solutions/LAB/LAB.ipynb`` without its markers, in the
     notebook's order."""
-    source = nbformat.read(str(Path(root) / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
-    return {nbcells.own_grade_id(cell): "\n".join(
-                line for line in cell.source.splitlines() if not any(m in line for m in _MARKERS))
-            for cell in source.cells
-            if cell.cell_type == "code" and nbcells.is_answer(cell)}
+    source = nbformat.read(str(CourseLayout(Path(root)).source(lab)), as_version=4)
+    return {
+        nbcells.own_grade_id(cell): "\n".join(
+            line for line in cell.source.splitlines() if not any(m in line for m in _MARKERS)
+        )
+        for cell in source.cells
+        if cell.cell_type == "code" and nbcells.is_answer(cell)
+    }
 
 
 def released(root: Path, lab: str) -> nbformat.NotebookNode:
     """The released notebook ``notebooks/LAB/LAB.ipynb``, as a student gets it."""
-    return nbformat.read(str(Path(root) / "notebooks" / lab / f"{lab}.ipynb"), as_version=4)
+    return nbformat.read(str(CourseLayout(Path(root)).release(lab)), as_version=4)
 
 
 def answered(root: Path, lab: str, exercises: Collection[str] | None = None) -> nbformat.NotebookNode:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.grading.layout import CourseLayout
+
 LAB_NAME = re.compile(r"^\d\d-[a-z0-9-]+$")
 
 
@@ -27,8 +29,11 @@ def find_root(start: str | Path | None = None) -> Path:
 
 def labs(root: Path) -> list[str]:
     """Every lab of the course: the ``NN-slug`` folders of solutions/ holding ``NN-slug.ipynb``."""
-    return sorted(p.name for p in (root / "solutions").iterdir()
-                  if LAB_NAME.match(p.name) and (p / f"{p.name}.ipynb").is_file())
+    return sorted(
+        p.name
+        for p in CourseLayout(root).solutions.iterdir()
+        if LAB_NAME.match(p.name) and (p / f"{p.name}.ipynb").is_file()
+    )
 
 
 def tool_env(**extra: str) -> dict[str, str]:
@@ -49,8 +54,14 @@ def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess
     course's ``autograder`` (autograder.grading.protocol.boot), which its config names."""
     from autograder.grading.protocol import boot
 
-    proc = subprocess.run(boot.command("nbgrader", *args, package=boot.package_dir(root)), cwd=root, env=tool_env(),
-                          capture_output=True, text=True, **kwargs)
+    proc = subprocess.run(
+        boot.command("nbgrader", *args, package=boot.package_dir(root)),
+        cwd=root,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
     if check and proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return proc
@@ -78,5 +89,5 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
     out = []
     for name in names:
         generate(root, name)
-        out.append(root / "notebooks" / name)
+        out.append(CourseLayout(root).notebooks / name)
     return out

@@ -17,13 +17,24 @@ from pathlib import Path
 STUDENT_CONFIG = Path(__file__).resolve().parents[1] / "jupyter_student"
 
 
-def command(workspace: Path, port: int | None = None, ip: str = "127.0.0.1", token: str | None = None,
-            browser: bool = True, as_root: bool | None = None) -> tuple[list[str], dict[str, str]]:
+def command(
+    workspace: Path,
+    port: int | None = None,
+    ip: str = "127.0.0.1",
+    token: str | None = None,
+    browser: bool = True,
+    as_root: bool | None = None,
+) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start JupyterLab on ``workspace`` with the student's settings."""
     if as_root is None:
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    args = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(workspace).resolve()}",
-            f"--ServerApp.ip={ip}"]
+    args = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--ServerApp.root_dir={Path(workspace).resolve()}",
+        f"--ServerApp.ip={ip}",
+    ]
     if port is not None:
         args.append(f"--ServerApp.port={port}")
     if token is not None:

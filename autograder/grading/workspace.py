@@ -26,6 +26,7 @@ from nbgrader.utils import compute_checksum
 
 from autograder import notebook_cells as nbcells
 from autograder.grading.course import LAB_NAME, UnknownLab
+from autograder.grading.layout import CourseLayout
 
 MANIFEST = ".course-releases.json"
 BACKUPS = "backups"
@@ -37,14 +38,15 @@ VOLATILE_METADATA = {"kernelspec", "language_info", "widgets"}
 @dataclass
 class LabUpdate:
     """One notebook rebuilt from a changed release."""
-    notebook: str                                          # LAB/LAB.ipynb
-    backup: Path                                           # the student's copy before the update
-    changed: list[str] = field(default_factory=list)       # release cells that changed, "grade_id (what)"
-    carried: list[str] = field(default_factory=list)       # grade_ids of answers carried over
-    unanswered: list[str] = field(default_factory=list)    # answer cells left as released: new stub taken
-    kept_at_end: list[str] = field(default_factory=list)   # answers whose exercise left the release
-    own_cells: int = 0                                     # cells the student added, kept
-    unreadable: str | None = None                          # why the old copy could not be read (backup only)
+
+    notebook: str  # LAB/LAB.ipynb
+    backup: Path  # the student's copy before the update
+    changed: list[str] = field(default_factory=list)  # release cells that changed, "grade_id (what)"
+    carried: list[str] = field(default_factory=list)  # grade_ids of answers carried over
+    unanswered: list[str] = field(default_factory=list)  # answer cells left as released: new stub taken
+    kept_at_end: list[str] = field(default_factory=list)  # answers whose exercise left the release
+    own_cells: int = 0  # cells the student added, kept
+    unreadable: str | None = None  # why the old copy could not be read (backup only)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class WorkspaceReport:
 
 def known_labs(root: Path) -> list[str]:
     """The released labs: the ``NN-slug`` folders of notebooks/."""
-    return sorted(p.name for p in (Path(root) / "notebooks").iterdir() if p.is_dir() and LAB_NAME.match(p.name))
+    return sorted(p.name for p in CourseLayout(Path(root)).notebooks.iterdir() if p.is_dir() and LAB_NAME.match(p.name))
 
 
 def sync(root: Path, target: Path, labs: list[str] | None = None, now: datetime | None = None) -> WorkspaceReport:
@@ -67,7 +69,7 @@ def sync(root: Path, target: Path, labs: list[str] | None = None, now: datetime 
         labs: only these labs (default: everything in notebooks/); an unknown name is an error.
         now: the time that names the backups (default: now).
     """
-    source, target = Path(root) / "notebooks", Path(target)
+    source, target = CourseLayout(Path(root)).notebooks, Path(target)
     known = known_labs(root)
     unknown = [n for n in labs or [] if n not in known]
     if unknown:
@@ -133,8 +135,8 @@ def merge(mine: nbformat.NotebookNode, release: nbformat.NotebookNode, update: L
     answers = {_grade_id(c): c for c in mine.cells if _is_answer(c)}
     new_answers = {_grade_id(c) for c in release.cells if _is_answer(c)}
     release_ids = {_grade_id(c) for c in release.cells if _grade_id(c)}
-    own: dict[str | None, list] = {}   # the student's cells by the nearest graded cell above them
-    at_end, seen = [], []              # cells kept at the end earlier; grade_ids of mine in order
+    own: dict[str | None, list] = {}  # the student's cells by the nearest graded cell above them
+    at_end, seen = [], []  # cells kept at the end earlier; grade_ids of mine in order
     for cell in mine.cells:
         if grade_id := _grade_id(cell):
             seen.append(grade_id)
@@ -163,10 +165,16 @@ def merge(mine: nbformat.NotebookNode, release: nbformat.NotebookNode, update: L
         cells.extend(own.get(grade_id, []) if grade_id else [])
     orphans = [g for g in answers if g is not None and g not in new_answers]
     if orphans and not at_end:
-        at_end.append(_marked(nbformat.v4.new_markdown_cell(
-            "## Kept from your earlier copy\n\nThe exercises of the answers below are no longer in this "
-            "lab (the release changed). Nothing was deleted: move what you still need into the exercises "
-            "above. These cells are not graded."), True))
+        at_end.append(
+            _marked(
+                nbformat.v4.new_markdown_cell(
+                    "## Kept from your earlier copy\n\nThe exercises of the answers below are no longer in this "
+                    "lab (the release changed). Nothing was deleted: move what you still need into the exercises "
+                    "above. These cells are not graded."
+                ),
+                True,
+            )
+        )
     for grade_id in orphans:
         at_end.append(_marked(nbformat.v4.new_markdown_cell(f"Your answer to `{grade_id}`:"), grade_id))
         kept = copy.deepcopy(answers[grade_id])
@@ -193,7 +201,8 @@ def changes(mine: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list
         if old is None:
             out.append(f"{grade_id} (new {kind})")
         elif (old.cell_type, old.source) != (cell.cell_type, cell.source) and (
-                not _is_answer(cell) or (_is_answer(old) and _untouched(old))):
+            not _is_answer(cell) or (_is_answer(old) and _untouched(old))
+        ):
             out.append(f"{grade_id} ({kind} changed)")
     out += [f"{g} (removed)" for g in ours if g not in theirs]
     return out
@@ -204,8 +213,11 @@ def _differs(mine: nbformat.NotebookNode, release: nbformat.NotebookNode | None)
     assert release is not None, "the course's own release is not a notebook nbformat can read"
     order = [_grade_id(c) for c in mine.cells if _grade_id(c)]
     metadata = {k: v for k, v in release.metadata.items() if k not in VOLATILE_METADATA}
-    return (bool(changes(mine, release)) or order != [_grade_id(c) for c in release.cells if _grade_id(c)]
-            or any(mine.metadata.get(k) != v for k, v in metadata.items()))
+    return (
+        bool(changes(mine, release))
+        or order != [_grade_id(c) for c in release.cells if _grade_id(c)]
+        or any(mine.metadata.get(k) != v for k, v in metadata.items())
+    )
 
 
 def _refresh(target: Path, rel: str, source: Path, dest: Path, mine, release, now: datetime) -> LabUpdate:

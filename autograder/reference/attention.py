@@ -52,14 +52,10 @@ def scaled_dot_product_attention(
     """
     if q.size(-1) != k.size(-1):
         raise ValueError(
-            f"queries and keys must have the same last dimension Dh, got q {tuple(q.shape)} "
-            f"and k {tuple(k.shape)}"
+            f"queries and keys must have the same last dimension Dh, got q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
     if k.size(-2) != v.size(-2):
-        raise ValueError(
-            f"keys and values must have the same length Lk, got k {tuple(k.shape)} "
-            f"and v {tuple(v.shape)}"
-        )
+        raise ValueError(f"keys and values must have the same length Lk, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., Lq, Lk)
     if attn_mask is not None:
         if attn_mask.dtype != torch.bool:

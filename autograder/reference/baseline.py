@@ -16,6 +16,8 @@ differences of PyTorch's module are undone here:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -42,15 +44,24 @@ class TorchTransformer(EncoderDecoder):
 
     def build_stacks(self, config: TransformerConfig) -> tuple[nn.Module, nn.Module]:
         c = config
-        layer_args = dict(d_model=c.d_model, nhead=c.num_heads, dim_feedforward=c.d_ff, dropout=c.dropout,
-                          activation="relu", batch_first=True, norm_first=c.norm_first)
+        layer_args: dict[str, Any] = dict(
+            d_model=c.d_model,
+            nhead=c.num_heads,
+            dim_feedforward=c.d_ff,
+            dropout=c.dropout,
+            activation="relu",
+            batch_first=True,
+            norm_first=c.norm_first,
+        )
         encoder = nn.TransformerEncoder(
-            nn.TransformerEncoderLayer(**layer_args), c.num_layers,  # type: ignore[arg-type]
+            nn.TransformerEncoderLayer(**layer_args),
+            c.num_layers,
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
             enable_nested_tensor=False,  # keep padded positions as they are, as ours does
         )
         decoder = nn.TransformerDecoder(
-            nn.TransformerDecoderLayer(**layer_args), c.num_layers,  # type: ignore[arg-type]
+            nn.TransformerDecoderLayer(**layer_args),
+            c.num_layers,
             norm=nn.LayerNorm(c.d_model) if c.norm_first else None,
         )
         return encoder, decoder
@@ -66,7 +77,11 @@ class TorchTransformer(EncoderDecoder):
         return memory, src_mask
 
     def decode(
-        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
         """``(B, T)`` ids -> logits ``(B, T, V)``; the whole prefix every call (no cache)."""
         if cache is not None:
@@ -77,8 +92,11 @@ class TorchTransformer(EncoderDecoder):
         tgt_blocked = to_pytorch_mask(padding_mask(tgt_in, pad)[:, 0, 0, :])  # (B, T)
         memory_blocked = to_pytorch_mask(src_mask[:, 0, 0, :])  # (B, S)
         y = self.decoder(
-            self._positions(self.tgt_embed(tgt_in)), memory, tgt_mask=tgt_mask,
-            tgt_key_padding_mask=tgt_blocked, memory_key_padding_mask=memory_blocked,
+            self._positions(self.tgt_embed(tgt_in)),
+            memory,
+            tgt_mask=tgt_mask,
+            tgt_key_padding_mask=tgt_blocked,
+            memory_key_padding_mask=memory_blocked,
         )  # (B, T, D)
         return self.generator(y)  # (B, T, V)
 

@@ -39,12 +39,27 @@ assert (SPECIAL_TOKENS.index(PAD), SPECIAL_TOKENS.index(BOS), SPECIAL_TOKENS.ind
 
 Pair = tuple[str, str]
 
-__all__ = ["MASK", "MASK_ID", "SPECIAL_TOKENS", "BPETokenizer", "Pair", "bpe_decode", "bpe_encode", "build_vocab",
-           "bytes_to_unicode", "count_pairs", "pre_tokenize", "split_words", "to_byte_level", "train_bpe",
-           "unicode_to_bytes"]
+__all__ = [
+    "MASK",
+    "MASK_ID",
+    "SPECIAL_TOKENS",
+    "BPETokenizer",
+    "Pair",
+    "bpe_decode",
+    "bpe_encode",
+    "build_vocab",
+    "bytes_to_unicode",
+    "count_pairs",
+    "pre_tokenize",
+    "split_words",
+    "to_byte_level",
+    "train_bpe",
+    "unicode_to_bytes",
+]
 
 
 # ----------------------------------------------------------------------------- training
+
 
 def count_pairs(word_counts: Mapping[str, int] | Mapping[tuple[str, ...], int]) -> dict[Pair, int]:
     """Count adjacent symbol pairs inside each word, weighted by the word's count.
@@ -75,8 +90,10 @@ def _check_inputs(text: object, vocab_size: object, special_tokens: Sequence[str
         raise ValueError(f"special_tokens must be a sequence of non-empty strings, got {special_tokens!r}")
     least = len(_first_tokens(special_tokens))
     if not isinstance(vocab_size, int) or vocab_size < least:
-        raise ValueError(f"vocab_size must be an int of at least {least}, the special tokens and the 256 "
-                         f"byte characters, got {vocab_size!r}")
+        raise ValueError(
+            f"vocab_size must be an int of at least {least}, the special tokens and the 256 "
+            f"byte characters, got {vocab_size!r}"
+        )
     if not isinstance(min_frequency, int) or min_frequency < 0:
         raise ValueError(f"min_frequency must be an int >= 0, got {min_frequency!r}")
 
@@ -91,13 +108,14 @@ def _merge_in_word(word: list[int], a: int, b: int, new: int) -> list[tuple[tupl
                 changes += [((word[j - 1], a), -1), ((word[j - 1], new), 1)]
             if j + 2 < len(word):
                 changes += [((b, word[j + 2]), -1), ((new, word[j + 2]), 1)]
-            word[j:j + 2] = [new]
+            word[j : j + 2] = [new]
         j += 1
     return changes
 
 
-def train_bpe(text: str, vocab_size: int, special_tokens: Sequence[str] = SPECIAL_TOKENS,
-              min_frequency: int = 0) -> list[Pair]:
+def train_bpe(
+    text: str, vocab_size: int, special_tokens: Sequence[str] = SPECIAL_TOKENS, min_frequency: int = 0
+) -> list[Pair]:
     """Learn byte-level BPE merges from ``text``, as ``tokenizers``' ``BpeTrainer`` does.
 
     Args:
@@ -171,6 +189,7 @@ def build_vocab(merges: Iterable[Sequence[str]], special_tokens: Sequence[str] =
 
 # ----------------------------------------------------------------------------- encoding and decoding
 
+
 def _split_specials(text: str, special_tokens: Sequence[str]) -> list[tuple[str, bool]]:
     """``text`` cut into (piece, is special) pairs; where two specials start, the longer wins."""
     if not special_tokens:
@@ -179,8 +198,9 @@ def _split_specials(text: str, special_tokens: Sequence[str]) -> list[tuple[str,
     return [(piece, i % 2 == 1) for i, piece in enumerate(re.split(f"({alternatives})", text)) if piece]
 
 
-def bpe_encode(text: str, vocab: Mapping[str, int], merges: Sequence[Sequence[str]],
-               special_tokens: Sequence[str] = SPECIAL_TOKENS) -> list[int]:
+def bpe_encode(
+    text: str, vocab: Mapping[str, int], merges: Sequence[Sequence[str]], special_tokens: Sequence[str] = SPECIAL_TOKENS
+) -> list[int]:
     """Text -> ids: special tokens first, then in each word the lowest-rank merge, leftmost first.
 
     Args:
@@ -202,7 +222,7 @@ def bpe_encode(text: str, vocab: Mapping[str, int], merges: Sequence[Sequence[st
                     best, j = min((rank.get(pair, len(rank)), j) for j, pair in enumerate(pairwise(symbols)))
                     if best == len(rank):
                         break  # no merge applies any more
-                    symbols[j:j + 2] = [symbols[j] + symbols[j + 1]]  # the lowest rank, the leftmost
+                    symbols[j : j + 2] = [symbols[j] + symbols[j + 1]]  # the lowest rank, the leftmost
                 done[word] = [vocab[s] for s in symbols]
             ids += done[word]
     return ids
@@ -247,8 +267,9 @@ class BPETokenizer:
         self.vocab: dict[str, int] = build_vocab(self.merges, self.special_tokens)
 
     @classmethod
-    def train(cls, text: str, vocab_size: int, special_tokens: Sequence[str] = SPECIAL_TOKENS,
-              min_frequency: int = 0) -> BPETokenizer:
+    def train(
+        cls, text: str, vocab_size: int, special_tokens: Sequence[str] = SPECIAL_TOKENS, min_frequency: int = 0
+    ) -> BPETokenizer:
         """Train on ``text``: see ``train_bpe``."""
         return cls(train_bpe(text, vocab_size, special_tokens, min_frequency), special_tokens)
 

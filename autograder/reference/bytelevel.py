@@ -15,6 +15,7 @@ from itertools import groupby
 
 # ----------------------------------------------------------------------------- bytes as characters
 
+
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's map from the 256 byte values to 256 printable characters.
 
@@ -54,9 +55,11 @@ def _valid_unicode(text: object) -> str:
     lone = _SURROGATE.search(text)
     if lone is not None:
         i = lone.start()
-        raise ValueError(f"text holds a lone surrogate, U+{ord(text[i]):04X}, at position {i}: it is not a Unicode "
-                         "character and has no UTF-8 bytes, so byte-level BPE cannot encode it (a character beyond "
-                         "U+FFFF is one code point in Python, '\\U0001f600', not a pair '\\ud83d\\ude00')")
+        raise ValueError(
+            f"text holds a lone surrogate, U+{ord(text[i]):04X}, at position {i}: it is not a Unicode "
+            "character and has no UTF-8 bytes, so byte-level BPE cannot encode it (a character beyond "
+            "U+FFFF is one code point in Python, '\\U0001f600', not a pair '\\ud83d\\ude00')"
+        )
     return text
 
 
@@ -76,12 +79,16 @@ def to_byte_level(text: str) -> str:
 _SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # Letters and numbers of Unicode 15 and 16, which `tokenizers` 0.23 knows and Python 3.11's
 # unicodedata (Unicode 14) does not.
-_NEWER_LETTERS = ("1C89-1C8A A7CB-A7CD A7DA-A7DC 105C0-105F3 10D4A-10D65 10D6F-10D85 10EC2-10EC4 1123F-11240 "
-                  "11380-11389 1138B 1138E 11390-113B5 113B7 113D1 113D3 11BC0-11BE0 11F02 11F04-11F10 11F12-11F33 "
-                  "1342F 13441-13446 13460-143FA 16100-1611D 16D40-16D6C 18CFF 1B132 1B155 1DF25-1DF2A 1E030-1E06D "
-                  "1E4D0-1E4EB 1E5D0-1E5ED 1E5F0 2B739 2EBF0-2EE5D 31350-323AF")
-_NEWER_NUMBERS = ("10D40-10D49 116D0-116E3 11BF0-11BF9 11F50-11F59 16130-16139 16D70-16D79 1CCF0-1CCF9 1D2C0-1D2D3 "
-                  "1E4F0-1E4F9 1E5F1-1E5FA")
+_NEWER_LETTERS = (
+    "1C89-1C8A A7CB-A7CD A7DA-A7DC 105C0-105F3 10D4A-10D65 10D6F-10D85 10EC2-10EC4 1123F-11240 "
+    "11380-11389 1138B 1138E 11390-113B5 113B7 113D1 113D3 11BC0-11BE0 11F02 11F04-11F10 11F12-11F33 "
+    "1342F 13441-13446 13460-143FA 16100-1611D 16D40-16D6C 18CFF 1B132 1B155 1DF25-1DF2A 1E030-1E06D "
+    "1E4D0-1E4EB 1E5D0-1E5ED 1E5F0 2B739 2EBF0-2EE5D 31350-323AF"
+)
+_NEWER_NUMBERS = (
+    "10D40-10D49 116D0-116E3 11BF0-11BF9 11F50-11F59 16130-16139 16D70-16D79 1CCF0-1CCF9 1D2C0-1D2D3 "
+    "1E4F0-1E4F9 1E5F1-1E5FA"
+)
 
 
 def _unicode_class(major: str, newer: str) -> str:

@@ -13,8 +13,9 @@ step records those launches once; a replay then hands the GPU the whole step in 
 CUDA graph replays fixed memory addresses, so everything the step touches must stay in place:
 the batch is copied into static tensors (padded to a bucket shape, one graph per shape), Adam
 keeps its step count on the device (``capturable=True``), and the learning rate is a tensor on
-the device that the graph itself computes from a step counter, so the schedule runs inside the
-graph. ``nn.Transformer``'s step cannot be captured: it synchronizes with the CPU on the way.
+the device that the graph reads, filled before each step from chapter 8's scheduler (the one
+schedule, which the eager step follows too). ``nn.Transformer``'s step cannot be captured: it
+synchronizes with the CPU on the way.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def compile_model(model: nn.Module, backend: str, device: torch.device) -> nn.Mo
     return _compile(model, backend, device)  # type: ignore[no-any-return]
 
 
-def compile_loss(model: nn.Module, backend: str, device: torch.device, *, smoothing: float, pad_id: int,
-                 dtype: torch.dtype | None) -> Callable[[Tensor, Tensor], Tensor]:
+def compile_loss(
+    model: nn.Module, backend: str, device: torch.device, *, smoothing: float, pad_id: int, dtype: torch.dtype | None
+) -> Callable[[Tensor, Tensor], Tensor]:
     """The forward pass and the loss of ``train_step`` compiled as one function of ``(src, tgt)``
     (the plan ``"loss"``): the loss's kernels fuse with the model's, and on CUDA both passes replay
     as CUDA graphs. Autocast (``dtype``) is entered inside, so it is traced with the rest."""
@@ -107,9 +109,16 @@ def mark_step(device: torch.device) -> None:
         torch.compiler.cudagraph_mark_step_begin()
 
 
-def loss_step(loss_of: Callable[[Tensor, Tensor], Tensor], model: nn.Module, optimizer: torch.optim.Optimizer,
-              scheduler: Any, *, clip_norm: float | None, scaler: torch.amp.GradScaler | None,
-              device: torch.device) -> Callable[[Tensor, Tensor], float]:
+def loss_step(
+    loss_of: Callable[[Tensor, Tensor], Tensor],
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    *,
+    clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None,
+    device: torch.device,
+) -> Callable[[Tensor, Tensor], float]:
     """The step of ``train_step`` around a compiled forward-and-loss ``loss_of`` (``compile_loss``):
     backward, clipping, Adam and the schedule as there; one process (several compile the model)."""
 
@@ -156,29 +165,37 @@ class GraphedStep:
 
     Args:
         model: the bare model, on ``device``; optimizer: chapter 8's Adam after ``prepare``.
-        scheduler: the ``LambdaLR`` of chapter 8, kept for checkpoints only: its step is counted on
-            the CPU, while the graph computes ``factor * noam_lr(step)`` on the device.
-        d_model, warmup, factor: the Noam schedule's numbers.
+        scheduler: the ``LambdaLR`` of chapter 8 (``noam_scheduler``): its function gives each step's
+            learning rate, written into the optimizer's learning-rate tensor before the step, and
+            its step count is what a checkpoint saves.
         smoothing, pad_id, clip_norm: as in ``train_step``.
         dtype: the autocast dtype (None: float32; float16 is refused: its GradScaler synchronizes).
     """
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, *, d_model: int,
-                 warmup: int, factor: float, smoothing: float, pad_id: int, clip_norm: float | None,
-                 dtype: torch.dtype | None, device: torch.device) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        *,
+        smoothing: float,
+        pad_id: int,
+        clip_norm: float | None,
+        dtype: torch.dtype | None,
+        device: torch.device,
+    ) -> None:
         if dtype == torch.float16:
-            raise ValueError("a CUDA graph cannot hold float16's GradScaler (it reads the gradients on the CPU): "
-                             "use bf16 or none")
+            raise ValueError(
+                "a CUDA graph cannot hold float16's GradScaler (it reads the gradients on the CPU): use bf16 or none"
+            )
         self.model, self.optimizer, self.scheduler, self.device = model, optimizer, scheduler, device
-        self.scale, self.warmup, self.smoothing, self.pad_id = factor * d_model**-0.5, warmup, smoothing, pad_id
-        self.clip_norm, self.dtype = clip_norm, dtype
+        self.smoothing, self.pad_id, self.clip_norm, self.dtype = smoothing, pad_id, clip_norm, dtype
         self.lr: Tensor = optimizer.param_groups[0]["lr"]
-        self.count = torch.tensor(float(scheduler.last_epoch), device=device)  # optimizer steps taken
         self.graphs: dict[tuple[int, ...], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
         self.seen: dict[tuple[int, ...], int] = {}
         # One memory pool for the graphs of every shape: a replay rewrites all it reads (the batch, the
         # gradients, the activations) except what lives outside the pool (weights, Adam's moments, the
-        # step counter), and the loss it returns is read before the next replay, so the graphs can reuse
+        # learning rate), and the loss it returns is read before the next replay, so the graphs can reuse
         # each other's memory; a pool each would hold a step's activations for every bucket shape.
         self.pool: Any = None
         self.capture = device.type == "cuda"
@@ -197,8 +214,6 @@ class GraphedStep:
         loss.backward()
         if self.clip_norm is not None:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm, foreach=self.capture)
-        self.count.add_(1)  # the schedule, on the device: lr = factor * D^-0.5 * min(n^-0.5, n * warmup^-1.5)
-        self.lr.copy_(self.scale * torch.minimum(self.count.rsqrt(), self.count * self.warmup**-1.5))
         self.optimizer.step()
         return loss.detach()
 
@@ -210,7 +225,7 @@ class GraphedStep:
         """One optimizer step on a padded batch (``stream.pad_to_bucket``); returns its loss."""
         self.model.train()
         shape = (*src.shape, *tgt.shape)
-        self.scheduler.last_epoch += 1  # bookkeeping for the checkpoint; the lr itself is set in the graph
+        self._schedule()
         if not self.capture:
             return self._eager(src, tgt).item()
         if shape in self.graphs:
@@ -228,6 +243,14 @@ class GraphedStep:
         if self.seen[shape] >= WARMUP_STEPS:
             self._capture(shape, src, tgt)
         return loss.item()
+
+    def _schedule(self) -> None:
+        """Write the learning rate of the step about to be taken into the tensor the step reads, and
+        count the step: the value chapter 8's scheduler gives the eager step, from its own function."""
+        scheduler = self.scheduler
+        # LambdaLR: before the n-th step last_epoch is n - 1, and the rate is base * factor * noam_lr(n)
+        self.lr.fill_(scheduler.base_lrs[0] * scheduler.lr_lambdas[0](scheduler.last_epoch))
+        scheduler.last_epoch += 1  # what a checkpoint saves
 
     def _capture(self, shape: tuple[int, ...], src: Tensor, tgt: Tensor) -> None:
         """Record the step for ``shape``; recording runs nothing, so no step is taken here."""

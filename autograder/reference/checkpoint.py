@@ -46,10 +46,21 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def snapshot(
-    *, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any,
-    data: dict[str, Any], rng: list[dict[str, Any]], train_config: Any, history: list[float],
-    task: dict[str, Any] | None = None, metrics: dict[str, float] | None = None,
-    device_type: str | None = None, precision: str | None = None, best: dict[str, Any] | None = None,
+    *,
+    step: int,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    scaler: Any,
+    data: dict[str, Any],
+    rng: list[dict[str, Any]],
+    train_config: Any,
+    history: list[float],
+    task: dict[str, Any] | None = None,
+    metrics: dict[str, float] | None = None,
+    device_type: str | None = None,
+    precision: str | None = None,
+    best: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything that decides the next step, as a dict of plain values and tensors.
 
@@ -104,8 +115,11 @@ def saved_device(state: dict[str, Any]) -> torch.device:
     from autograder.reference.device import best_device
 
     kind = state.get("device_type")
-    here = {"cpu": True, "cuda": torch.cuda.is_available(),
-            "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
+    here = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available(),
+        "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available(),
+    }
     return torch.device(kind) if kind is not None and here.get(kind, False) else best_device()
 
 
@@ -117,12 +131,20 @@ def saved_amp(state: dict[str, Any]) -> str | None:
 def warn_if_changed(state: dict[str, Any], device_type: str, precision: str) -> list[str]:
     """Warn (and return the lines) when a resume runs on another device type or in another precision
     than the checkpoint's: the run goes on, but no longer repeats an uninterrupted one exactly."""
-    changes = [f"{what} {old} -> {new}" for what, old, new in (
-        ("device", state.get("device_type"), device_type), ("precision", state.get("precision"), precision))
-        if old is not None and old != new]
+    changes = [
+        f"{what} {old} -> {new}"
+        for what, old, new in (
+            ("device", state.get("device_type"), device_type),
+            ("precision", state.get("precision"), precision),
+        )
+        if old is not None and old != new
+    ]
     if changes:
-        warnings.warn(f"resuming with {' and '.join(changes)} (the checkpoint's were kept unless asked): the "
-                      "steps from here on will not repeat an uninterrupted run exactly", stacklevel=3)
+        warnings.warn(
+            f"resuming with {' and '.join(changes)} (the checkpoint's were kept unless asked): the "
+            "steps from here on will not repeat an uninterrupted run exactly",
+            stacklevel=3,
+        )
     return changes
 
 
@@ -141,8 +163,7 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
     state = torch.load(path, map_location=map_location, weights_only=True)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"{path} is not a training checkpoint of this course (format {found!r}, "
-                         f"expected {FORMAT!r})")
+        raise ValueError(f"{path} is not a training checkpoint of this course (format {found!r}, expected {FORMAT!r})")
     return state
 
 
@@ -171,8 +192,15 @@ def load_model(path_or_state: str | os.PathLike | dict[str, Any], which: str = "
 
 
 def restore(
-    state: dict[str, Any], *, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
-    scaler: Any, data: Any, rank: int = 0, world_size: int = 1,
+    state: dict[str, Any],
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    scaler: Any,
+    data: Any,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> int:
     """Load ``state`` into a freshly built model, optimizer, scheduler, scaler and batch stream,
     and restore this rank's random generators; return the step to go on from.
@@ -194,7 +222,10 @@ def restore(
     if len(state["rng"]) == world_size:
         set_rng_state(state["rng"][rank])
     else:
-        warnings.warn(f"checkpoint saved by {len(state['rng'])} process(es), resumed by {world_size}: "
-                      "dropout masks will differ from an uninterrupted run", stacklevel=2)
+        warnings.warn(
+            f"checkpoint saved by {len(state['rng'])} process(es), resumed by {world_size}: "
+            "dropout masks will differ from an uninterrupted run",
+            stacklevel=2,
+        )
         torch.manual_seed(1_000_003 * int(state["step"]) + rank)
     return int(state["step"])

@@ -15,7 +15,12 @@ from autograder.reference.model import EncoderDecoder
 
 @torch.no_grad()
 def greedy_decode(
-    model: EncoderDecoder, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int,
+    model: EncoderDecoder,
+    src: Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
     use_cache: bool = False,
 ) -> Tensor:
     """Pick the most likely next token until every row has produced EOS or ``max_len`` tokens.
@@ -30,8 +35,14 @@ def greedy_decode(
 
 @torch.no_grad()
 def decode_loop(
-    model: EncoderDecoder, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int,
-    next_token: Callable[[Tensor], Tensor], use_cache: bool = False,
+    model: EncoderDecoder,
+    src: Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    next_token: Callable[[Tensor], Tensor],
+    use_cache: bool = False,
 ) -> Tensor:
     """Append ``next_token(logits)`` to every row until each has produced EOS or ``max_len`` tokens.
 

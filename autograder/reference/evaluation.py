@@ -17,9 +17,16 @@ from autograder.reference.decode import greedy_decode
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, pairs: Sequence, tgt_vocab: Vocab | None = None, *, batch_size: int = 256,
-    device: torch.device | str | None = None, pad_id: int = PAD_ID, bos_id: int = BOS_ID,
-    eos_id: int = EOS_ID, use_cache: bool = False,
+    model: nn.Module,
+    pairs: Sequence,
+    tgt_vocab: Vocab | None = None,
+    *,
+    batch_size: int = 256,
+    device: torch.device | str | None = None,
+    pad_id: int = PAD_ID,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+    use_cache: bool = False,
 ) -> dict[str, float]:
     """Greedy-decode every source and compare with its target.
 

@@ -31,14 +31,14 @@ from autograder.reference.positional import sinusoidal_encoding
 @dataclass
 class LanguageModelConfig:
     vocab_size: int
-    d_model: int = 128           # width D of every token vector
-    num_heads: int = 4           # H; d_model must be divisible by it
-    num_layers: int = 2          # encoder layers in the stack
-    d_ff: int = 512              # inner width F of the position-wise FFN
-    dropout: float = 0.1         # on embeddings, attention weights and sublayer outputs
-    max_len: int = 256           # longest sequence the positional table covers (the context)
-    pad_id: int = 0              # token id of padding (never attended to, never scored)
-    norm_first: bool = False     # pre-norm (GPT-2's choice) instead of the paper's post-norm
+    d_model: int = 128  # width D of every token vector
+    num_heads: int = 4  # H; d_model must be divisible by it
+    num_layers: int = 2  # encoder layers in the stack
+    d_ff: int = 512  # inner width F of the position-wise FFN
+    dropout: float = 0.1  # on embeddings, attention weights and sublayer outputs
+    max_len: int = 256  # longest sequence the positional table covers (the context)
+    pad_id: int = 0  # token id of padding (never attended to, never scored)
+    norm_first: bool = False  # pre-norm (GPT-2's choice) instead of the paper's post-norm
     tie_embeddings: bool = True  # the unembedding reuses the token embedding (GPT-2 and BERT do)
 
 
@@ -54,8 +54,14 @@ class _OneStack(nn.Module):
         self.embed = Embeddings(c.vocab_size, c.d_model)
         self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
-        self.blocks = Encoder(num_layers=c.num_layers, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff,
-                              dropout=c.dropout, norm_first=c.norm_first)  # final LayerNorm only for pre-norm
+        self.blocks = Encoder(
+            num_layers=c.num_layers,
+            d_model=c.d_model,
+            num_heads=c.num_heads,
+            d_ff=c.d_ff,
+            dropout=c.dropout,
+            norm_first=c.norm_first,
+        )  # final LayerNorm only for pre-norm
         self.unembed = nn.Linear(c.d_model, c.vocab_size, bias=False)  # W_u of Formal Algorithms
         xavier_init(self)
         if c.tie_embeddings:
@@ -127,7 +133,11 @@ def next_token_loss(logits: Tensor, tokens: Tensor, pad_id: int) -> Tensor:
 
 
 def mask_tokens(
-    tokens: Tensor, mask_id: int, vocab_size: int, p: float = 0.15, generator: torch.Generator | None = None,
+    tokens: Tensor,
+    mask_id: int,
+    vocab_size: int,
+    p: float = 0.15,
+    generator: torch.Generator | None = None,
     special_ids: tuple[int, ...] = (PAD_ID, BOS_ID, EOS_ID),
 ) -> tuple[Tensor, Tensor]:
     """BERT's corruption (Devlin et al., 2019, section 3.1): choose each ordinary token with
@@ -169,8 +179,14 @@ def masked_token_loss(logits: Tensor, targets: Tensor, ignore_id: int = PAD_ID) 
 
 @torch.no_grad()
 def continue_prompt(
-    model: DecoderOnly, prompt: Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-    generator: torch.Generator | None = None, *, top_p: float | None = None,
+    model: DecoderOnly,
+    prompt: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+    *,
+    top_p: float | None = None,
 ) -> Tensor:
     """Continue every prompt by ``max_new_tokens`` tokens, each drawn by ``sample_next``.
 
@@ -184,7 +200,7 @@ def continue_prompt(
     try:
         tokens = prompt
         for _ in range(max_new_tokens):
-            context = tokens[:, -model.config.max_len:]  # (B, <= max_len)
+            context = tokens[:, -model.config.max_len :]  # (B, <= max_len)
             logits = model(context)[:, -1]  # (B, V)
             nxt = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (B, t + 1)

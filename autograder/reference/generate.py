@@ -34,7 +34,13 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
 
 @torch.no_grad()
 def beam_search(
-    model: EncoderDecoder, src: Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int, pad_id: int,
+    model: EncoderDecoder,
+    src: Tensor,
+    beam_size: int,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
     alpha: float = 0.6,
 ) -> Tensor:
     """Keep the ``beam_size`` most likely hypotheses of every source row; return the best one.
@@ -134,7 +140,10 @@ def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None 
 
 
 def sample_next(
-    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+    logits: Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Draw one token per row from softmax(filter_logits(logits / temperature)).
@@ -152,8 +161,16 @@ def sample_next(
 
 @torch.no_grad()
 def sample(
-    model: EncoderDecoder, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int, *,
-    temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+    model: EncoderDecoder,
+    src: Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Like ``greedy_decode``, but each token is drawn by ``sample_next`` instead of taken as the argmax.
@@ -161,6 +178,7 @@ def sample(
     The same ``generator`` state gives the same tokens. Returns ``(B, <= max_len + 1)`` ids
     starting with BOS, ``pad_id`` after each row's EOS.
     """
+
     def draw(logits: Tensor) -> Tensor:
         return sample_next(logits, temperature, top_k, top_p, generator)
 
@@ -168,6 +186,7 @@ def sample(
 
 
 # ----------------------------------------------------------------------------- BLEU
+
 
 def ids_to_text(ids: Tensor | Iterable[Sequence[int]], vocab: Vocab, sep: str = " ") -> list[str]:
     """One string per row: its tokens up to the first EOS, BOS and padding dropped, joined by ``sep``."""
@@ -191,8 +210,13 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 @torch.no_grad()
 def evaluate_decoder(
-    model: EncoderDecoder, pairs: Sequence[tuple[list[int], list[int]]], tgt_vocab: Vocab, *,
-    beam_size: int = 1, alpha: float = 0.6, batch_size: int = 256,
+    model: EncoderDecoder,
+    pairs: Sequence[tuple[list[int], list[int]]],
+    tgt_vocab: Vocab,
+    *,
+    beam_size: int = 1,
+    alpha: float = 0.6,
+    batch_size: int = 256,
 ) -> dict[str, float]:
     """Decode every source of ``pairs`` (greedy for ``beam_size=1``, else beam search) and score it.
 
@@ -207,8 +231,16 @@ def evaluate_decoder(
     refs: list[str] = []
     exact = 0
     for src, tgt in batches(pairs, batch_size, tgt_vocab.pad_id, shuffle=False):
-        ys = beam_search(model, src.to(device), beam_size, tgt.size(1) - 1, tgt_vocab.bos_id, tgt_vocab.eos_id,
-                         tgt_vocab.pad_id, alpha).cpu()
+        ys = beam_search(
+            model,
+            src.to(device),
+            beam_size,
+            tgt.size(1) - 1,
+            tgt_vocab.bos_id,
+            tgt_vocab.eos_id,
+            tgt_vocab.pad_id,
+            alpha,
+        ).cpu()
         for out, gold in zip(ys.tolist(), tgt.tolist(), strict=True):
             exact += _until_eos(out, tgt_vocab.eos_id) == _until_eos(gold, tgt_vocab.eos_id)
         hyps += ids_to_text(ys, tgt_vocab)

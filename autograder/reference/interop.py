@@ -35,8 +35,12 @@ def layer_state_to_torch(state: dict[str, torch.Tensor], prefix: str, decoder: b
     out = _mha_state(state, f"{prefix}self_attn.", "self_attn.")
     if decoder:
         out.update(_mha_state(state, f"{prefix}cross_attn.", "multihead_attn."))
-    names = {f"{prefix}ff.linear1.weight": "linear1.weight", f"{prefix}ff.linear1.bias": "linear1.bias",
-             f"{prefix}ff.linear2.weight": "linear2.weight", f"{prefix}ff.linear2.bias": "linear2.bias"}
+    names = {
+        f"{prefix}ff.linear1.weight": "linear1.weight",
+        f"{prefix}ff.linear1.bias": "linear1.bias",
+        f"{prefix}ff.linear2.weight": "linear2.weight",
+        f"{prefix}ff.linear2.bias": "linear2.bias",
+    }
     for i in (1, 2, 3) if decoder else (1, 2):
         names.update({f"{prefix}norm{i}.weight": f"norm{i}.weight", f"{prefix}norm{i}.bias": f"norm{i}.bias"})
     out.update(_renamed(state, names))
@@ -58,31 +62,15 @@ def torch_layer_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first:
     state = ours.state_dict()
     d_model, d_ff = state["ff.linear1.weight"].size(1), state["ff.linear1.weight"].size(0)
     kind = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
-    theirs = kind(d_model, num_heads, d_ff, dropout=0.0, activation="relu", layer_norm_eps=eps,
-                  batch_first=True, norm_first=norm_first)
+    theirs = kind(
+        d_model,
+        num_heads,
+        d_ff,
+        dropout=0.0,
+        activation="relu",
+        layer_norm_eps=eps,
+        batch_first=True,
+        norm_first=norm_first,
+    )
     theirs.load_state_dict(layer_state_to_torch(state, "", decoder))
     return theirs.to(state["ff.linear1.weight"])
-
-
-def torch_stack_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first: bool, eps: float = 1e-5) -> nn.Module:
-    """``nn.TransformerEncoder``/``nn.TransformerDecoder`` with the weights of a stack of ours
-    (a final LayerNorm only where ours has one)."""
-    state = ours.state_dict()
-    layers = list(ours.get_submodule("layers").children())
-    first = torch_layer_from(layers[0], num_heads, decoder, norm_first, eps)
-    d_model = state["layers.0.ff.linear1.weight"].size(1)
-    norm = nn.LayerNorm(d_model, eps=eps) if "norm.weight" in state else None
-    theirs: nn.Module
-    if decoder:
-        theirs = nn.TransformerDecoder(first, len(layers), norm=norm)  # type: ignore[arg-type]
-    else:
-        theirs = nn.TransformerEncoder(first, len(layers), norm=norm,  # type: ignore[arg-type]
-                                       enable_nested_tensor=False)
-    new_state = {}
-    for i in range(len(layers)):
-        layer_state = layer_state_to_torch(state, f"layers.{i}.", decoder)
-        new_state.update({f"layers.{i}.{k}": v for k, v in layer_state.items()})
-    if norm is not None:
-        new_state.update({"norm.weight": state["norm.weight"], "norm.bias": state["norm.bias"]})
-    theirs.load_state_dict(new_state)
-    return theirs.to(state["layers.0.ff.linear1.weight"])

@@ -33,7 +33,12 @@ class KVCache:
     v: Tensor | None = None  # (B, H, Lk, Dh)
 
     def attend(
-        self, attn: MultiHeadAttention, query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+        self,
+        attn: MultiHeadAttention,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attn_mask: Tensor | None = None,
     ) -> Tensor:
         """``attn(query, key, value, attn_mask)``, projecting only the keys and values not yet cached."""
         q = split_heads(attn.q_proj(query), attn.num_heads)  # (B, H, Lq, Dh)

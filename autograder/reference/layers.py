@@ -60,7 +60,11 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
         norm_first: bool = False,
     ) -> None:
         super().__init__()
@@ -94,7 +98,11 @@ class DecoderLayer(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
         norm_first: bool = False,
     ) -> None:
         super().__init__()
@@ -110,8 +118,12 @@ class DecoderLayer(nn.Module):
         self.dropout3 = nn.Dropout(dropout)
 
     def forward(
-        self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None, cache: LayerCache | None = None,
+        self,
+        y: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
     ) -> Tensor:
         self_attn: Callable[..., Tensor] = self.self_attn
         cross_attn: Callable[..., Tensor] = self.cross_attn
@@ -136,13 +148,17 @@ class _Stack(nn.Module):
     layer_type: type[EncoderLayer] | type[DecoderLayer]
 
     def __init__(
-        self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
         norm_first: bool = False,
     ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(
-            self.layer_type(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first)
-            for _ in range(num_layers)
+            self.layer_type(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first) for _ in range(num_layers)
         )
         self.norm = LayerNorm(d_model) if norm_first else None
 
@@ -172,8 +188,12 @@ class Decoder(_Stack):
     layer_type = DecoderLayer
 
     def forward(
-        self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None, cache: list[LayerCache] | None = None,
+        self,
+        y: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: list[LayerCache] | None = None,
     ) -> Tensor:
         for i, layer in enumerate(self.layers):
             y = layer(y, memory, tgt_mask, memory_mask, None if cache is None else cache[i])

@@ -12,8 +12,12 @@ from torch import Tensor
 
 
 def leaks_future(
-    layer: Callable[[Tensor], Tensor], d_model: int, length: int = 8, batch: int = 2,
-    seed: int = 0, atol: float = 1e-6,
+    layer: Callable[[Tensor], Tensor],
+    d_model: int,
+    length: int = 8,
+    batch: int = 2,
+    seed: int = 0,
+    atol: float = 1e-6,
 ) -> bool:
     """True when some output position depends on a later input position.
 
@@ -40,7 +44,7 @@ def leaks_future(
         y = layer(x)  # (B, L, D')
         for t in range(length - 1):
             changed = x.clone()
-            changed[:, t + 1:] = torch.randn(batch, length - t - 1, d_model, generator=g)
+            changed[:, t + 1 :] = torch.randn(batch, length - t - 1, d_model, generator=g)
             y_changed = layer(changed)
             if bool(((y_changed[:, : t + 1] - y[:, : t + 1]).abs() > atol).any()):
                 return True

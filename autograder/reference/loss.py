@@ -47,6 +47,4 @@ def noam_lr(step: int, d_model: int, warmup: int) -> float:
 def noam_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int, factor: float = 1.0):
     """A ``LambdaLR`` whose multiplier at the n-th optimizer step is ``factor * noam_lr(n)``;
     give the optimizer ``lr=1``."""
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: factor * noam_lr(i + 1, d_model, warmup)
-    )
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: factor * noam_lr(i + 1, d_model, warmup))

@@ -22,17 +22,17 @@ from autograder.reference.positional import sinusoidal_encoding
 class TransformerConfig:
     src_vocab_size: int
     tgt_vocab_size: int
-    d_model: int = 128           # width D of every token vector
-    num_heads: int = 4           # H; d_model must be divisible by it
-    num_layers: int = 2          # encoder layers = decoder layers
-    d_ff: int = 512              # inner width F of the position-wise FFN
-    dropout: float = 0.1         # on embeddings, attention weights and sublayer outputs
-    max_len: int = 256           # longest sequence the positional table covers
-    pad_id: int = 0              # token id of padding (never attended to, never scored)
-    tie_embeddings: bool = False # share the target embedding with the output projection
-    norm_first: bool = False     # pre-norm instead of the paper's post-norm
+    d_model: int = 128  # width D of every token vector
+    num_heads: int = 4  # H; d_model must be divisible by it
+    num_layers: int = 2  # encoder layers = decoder layers
+    d_ff: int = 512  # inner width F of the position-wise FFN
+    dropout: float = 0.1  # on embeddings, attention weights and sublayer outputs
+    max_len: int = 256  # longest sequence the positional table covers
+    pad_id: int = 0  # token id of padding (never attended to, never scored)
+    tie_embeddings: bool = False  # share the target embedding with the output projection
+    norm_first: bool = False  # pre-norm instead of the paper's post-norm
     fused_kernels: bool = False  # PyTorch's fused kernels (reference.fused: F.scaled_dot_product_attention,
-                                 # F.layer_norm) instead of the hand-written math: same result, faster
+    # F.layer_norm) instead of the hand-written math: same result, faster
 
 
 def xavier_init(module: nn.Module) -> None:
@@ -92,9 +92,16 @@ class EncoderDecoder(nn.Module):
 
     def build_stacks(self, config: TransformerConfig) -> tuple[nn.Module, nn.Module]:
         """The encoder and decoder stacks of chapter 7 (``baseline.TorchTransformer`` builds PyTorch's)."""
+
         def stack(kind: type[Encoder] | type[Decoder]) -> nn.Module:
-            built = kind(num_layers=config.num_layers, d_model=config.d_model, num_heads=config.num_heads,
-                         d_ff=config.d_ff, dropout=config.dropout, norm_first=config.norm_first)
+            built = kind(
+                num_layers=config.num_layers,
+                d_model=config.d_model,
+                num_heads=config.num_heads,
+                d_ff=config.d_ff,
+                dropout=config.dropout,
+                norm_first=config.norm_first,
+            )
             return fuse(built) if config.fused_kernels else built
 
         return stack(Encoder), stack(Decoder)
@@ -112,7 +119,11 @@ class EncoderDecoder(nn.Module):
         return self.encoder(self._positions(self.src_embed(src)), src_mask), src_mask
 
     def decode(
-        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
         """``(B, T)`` ids -> logits ``(B, T, V)``.
 

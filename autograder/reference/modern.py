@@ -93,7 +93,12 @@ def grouped_query_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor |
 
 
 def attend_with_cache(
-    q: Tensor, k: Tensor, v: Tensor, cache_k: Tensor, cache_v: Tensor, base: float = 10000.0,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cache_k: Tensor,
+    cache_v: Tensor,
+    base: float = 10000.0,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """One decoding step of grouped-query attention with RoPE and a KV cache.
 
@@ -114,8 +119,9 @@ def attend_with_cache(
     return out, cache_k, cache_v
 
 
-def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: int, batch: int = 1,
-                   bytes_per_number: int = 2) -> int:
+def kv_cache_bytes(
+    num_layers: int, num_kv_heads: int, head_dim: int, tokens: int, batch: int = 1, bytes_per_number: int = 2
+) -> int:
     """The memory of a KV cache: 2 (keys and values) x layers x tokens x G x Dh numbers a sequence.
 
     With G = H this is 2 x layers x tokens x D; grouped-query attention divides it by H / G."""

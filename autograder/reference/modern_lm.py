@@ -26,15 +26,15 @@ from autograder.reference.rope import apply_rope
 @dataclass
 class ModernConfig:
     vocab_size: int
-    d_model: int = 128            # width D of every token vector
-    num_heads: int = 4            # H query heads; d_model must be divisible by it
-    num_kv_heads: int = 2         # G key/value heads; H must be a multiple of G (G = H: multi-head)
-    num_layers: int = 2           # blocks in the stack
-    d_ff: int | None = None       # SwiGLU's hidden width; None: about 8D/3, the parameters of a 4D ReLU FFN
-    rope_base: float = 10000.0    # RoPE's frequency base
-    eps: float = 1e-6             # RMSNorm's epsilon
-    pad_id: int = 0               # never attended to, never scored
-    tie_embeddings: bool = True   # the unembedding reuses the token embedding
+    d_model: int = 128  # width D of every token vector
+    num_heads: int = 4  # H query heads; d_model must be divisible by it
+    num_kv_heads: int = 2  # G key/value heads; H must be a multiple of G (G = H: multi-head)
+    num_layers: int = 2  # blocks in the stack
+    d_ff: int | None = None  # SwiGLU's hidden width; None: about 8D/3, the parameters of a 4D ReLU FFN
+    rope_base: float = 10000.0  # RoPE's frequency base
+    eps: float = 1e-6  # RMSNorm's epsilon
+    pad_id: int = 0  # never attended to, never scored
+    tie_embeddings: bool = True  # the unembedding reuses the token embedding
 
 
 @dataclass
@@ -67,8 +67,9 @@ class GroupedQueryAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=False)
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: Tensor, positions: Tensor, attn_mask: Tensor, cache: ModernCache | None = None,
-                layer: int = 0) -> Tensor:
+    def forward(
+        self, x: Tensor, positions: Tensor, attn_mask: Tensor, cache: ModernCache | None = None, layer: int = 0
+    ) -> Tensor:
         """x ``(B, L, D)``, positions ``(L,)`` or ``(B, L)``, attn_mask ``(B, 1, L, P + L)`` -> ``(B, L, D)``."""
         q = apply_rope(split_heads(self.q_proj(x), self.num_heads), positions, self.rope_base)  # (B, H, L, Dh)
         k = apply_rope(split_heads(self.k_proj(x), self.num_kv_heads), positions, self.rope_base)  # (B, G, L, Dh)
@@ -91,8 +92,9 @@ class ModernBlock(nn.Module):
         self.ffn_norm = RMSNorm(c.d_model, c.eps)
         self.ffn = SwiGLU(c.d_model, c.d_ff)
 
-    def forward(self, x: Tensor, positions: Tensor, attn_mask: Tensor, cache: ModernCache | None = None,
-                layer: int = 0) -> Tensor:
+    def forward(
+        self, x: Tensor, positions: Tensor, attn_mask: Tensor, cache: ModernCache | None = None, layer: int = 0
+    ) -> Tensor:
         x = x + self.attn(self.attn_norm(x), positions, attn_mask, cache, layer)
         return x + self.ffn(self.ffn_norm(x))
 
@@ -118,8 +120,13 @@ class ModernLM(nn.Module):
         if c.tie_embeddings:
             self.unembed.weight = self.embed.weight
 
-    def forward(self, tokens: Tensor, positions: Tensor | None = None, keep: Tensor | None = None,
-                cache: ModernCache | None = None) -> Tensor:
+    def forward(
+        self,
+        tokens: Tensor,
+        positions: Tensor | None = None,
+        keep: Tensor | None = None,
+        cache: ModernCache | None = None,
+    ) -> Tensor:
         past, length = (cache.length() if cache is not None else 0), tokens.size(1)
         if positions is None:
             positions = torch.arange(past, past + length, device=tokens.device)  # (L,)

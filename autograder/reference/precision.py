@@ -17,7 +17,11 @@ AUTO_LOW_PRECISION_MIN_D_MODEL = 512
 
 
 def amp_dtype(
-    device: torch.device, amp: str | bool, *, d_model: int | None = None, captured: bool = False,
+    device: torch.device,
+    amp: str | bool,
+    *,
+    d_model: int | None = None,
+    captured: bool = False,
 ) -> torch.dtype | None:
     """The autocast dtype that ``amp`` means on ``device`` (None: plain float32).
 

@@ -80,7 +80,7 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0, pairing: Pai
         a, b = x[..., 0::2], x[..., 1::2]  # (..., L, Dh/2) each
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)  # (..., L, Dh/2, 2) -> Dh
     if pairing == "halves":
-        a, b = x[..., : head_dim // 2], x[..., head_dim // 2:]  # (..., L, Dh/2) each
+        a, b = x[..., : head_dim // 2], x[..., head_dim // 2 :]  # (..., L, Dh/2) each
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., L, Dh)
     raise ValueError(f"pairing must be 'adjacent' or 'halves', got {pairing!r}")
 

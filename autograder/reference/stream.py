@@ -59,6 +59,7 @@ def pad_to_bucket(src: Tensor, tgt: Tensor, batch_size: int, multiple: int, pad_
     padded target tokens are not scored, and a row of padding only adds fully masked rows,
     whose outputs are zero. Shape: ``(B, S), (B, T) -> (batch_size, S'), (batch_size, T')``.
     """
+
     def pad(x: Tensor) -> Tensor:
         length = -(-x.size(1) // multiple) * multiple
         out = x.new_full((max(batch_size, x.size(0)), length), pad_id)

@@ -28,7 +28,7 @@ def online_softmax(x: Tensor, tile: int) -> Tensor:
     m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,) running maximum
     total = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)  # (...,) running sum of exp(x - m)
     for start in range(0, x.size(-1), tile):
-        block = x[..., start:start + tile]  # (..., Lt)
+        block = x[..., start : start + tile]  # (..., Lt)
         new_m = torch.maximum(m, block.amax(-1))
         safe = new_m.masked_fill(new_m == float("-inf"), 0.0)  # an all -inf row so far: shift by 0
         total = total * torch.exp(m - safe) + torch.exp(block - safe[..., None]).sum(-1)
@@ -52,14 +52,14 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = 
     total = torch.zeros(rows, dtype=q.dtype, device=q.device)  # (..., Lq) running sum of exp(s - m)
     acc = torch.zeros(*rows, v.size(-1), dtype=q.dtype, device=q.device)  # (..., Lq, Dv) running weighted values
     for start in range(0, k.size(-2), tile):
-        s = q @ k[..., start:start + tile, :].transpose(-2, -1) * scale  # (..., Lq, Lt)
+        s = q @ k[..., start : start + tile, :].transpose(-2, -1) * scale  # (..., Lq, Lt)
         if attn_mask is not None:
-            s = s.masked_fill(~attn_mask[..., start:start + tile], float("-inf"))
+            s = s.masked_fill(~attn_mask[..., start : start + tile], float("-inf"))
         new_m = torch.maximum(m, s.amax(-1))  # (..., Lq)
         safe = new_m.masked_fill(new_m == float("-inf"), 0.0)  # rows masked so far: shift by 0, exp(-inf) = 0
         rescale = torch.exp(m - safe)  # (..., Lq): what the old sums would have been with the new maximum
         p = torch.exp(s - safe[..., None])  # (..., Lq, Lt)
         total = total * rescale + p.sum(-1)
-        acc = acc * rescale[..., None] + p @ v[..., start:start + tile, :]  # (..., Lq, Dv)
+        acc = acc * rescale[..., None] + p @ v[..., start : start + tile, :]  # (..., Lq, Dv)
         m = new_m
     return acc / total.clamp_min(torch.finfo(q.dtype).tiny)[..., None]  # a fully masked row: 0 / tiny = 0

@@ -100,8 +100,17 @@ def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int 
     started = {}
     for name in BENCHMARKS:
         out = (folder / f"{name}.out").open("w")
-        started[name] = (subprocess.Popen([sys.executable, str(REPO / "benchmarks" / name), "--smoke"], cwd=REPO,
-                                          env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT), out)
+        started[name] = (
+            subprocess.Popen(
+                [sys.executable, str(REPO / "benchmarks" / name), "--smoke"],
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            ),
+            out,
+        )
     runs = {}
     for name, (proc, out) in started.items():
         try:
@@ -123,8 +132,10 @@ def test_benchmark_smoke_run_prints_what_it_promises(name: str, smoke_runs) -> N
     shown = f"\n--- output of {name} --smoke ---\n{output[-4000:]}"
     assert status is not None, f"{name} --smoke ran past {LIMIT} s{shown}"
     assert status == 0, f"{name} --smoke exited with status {status}{shown}"
-    assert name in PROMISES, (f"{name}: add the lines its --smoke output promises to PROMISES in {__file__} "
-                              f"(for example its ratio line){shown}")
+    assert name in PROMISES, (
+        f"{name}: add the lines its --smoke output promises to PROMISES in {__file__} "
+        f"(for example its ratio line){shown}"
+    )
     lines = output.splitlines()
     missing = [p for p in PROMISES[name] if not any(re.fullmatch(p, line) for line in lines)]
     assert not missing, f"{name} --smoke did not print a line matching {missing}{shown}"

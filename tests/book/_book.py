@@ -12,6 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 BUILD_ARGS = ["build", ".", "-W", "-n", "--keep-going"]  # the flags of `make book`
+BUILD_LOG = ROOT / "_build" / "book-build.log"  # the output of the session's build (conftest.built_site)
 
 
 def toc_pages() -> list[str]:

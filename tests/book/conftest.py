@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ._book import BUILD_ARGS, HTML, ROOT, jupyter_book
+from ._book import BUILD_ARGS, BUILD_LOG, HTML, ROOT, jupyter_book
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +25,13 @@ def built_site() -> Path:
     # A lock, so that parallel test workers (pytest -n) build one after the other, not at once.
     with open(ROOT / "_build" / ".book-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        result = subprocess.run([jupyter_book(), *BUILD_ARGS], cwd=ROOT, env=env,
-                                capture_output=True, text=True)
+        result = subprocess.run([jupyter_book(), *BUILD_ARGS], cwd=ROOT, env=env, capture_output=True, text=True)
+    BUILD_LOG.write_text(result.stdout + result.stderr)  # what test_build_log.py reads
     if result.returncode != 0:
         log = result.stdout + result.stderr
         problems = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-        pytest.fail(f"`jupyter-book {' '.join(BUILD_ARGS)}` failed (exit {result.returncode}):\n"
-                    + "\n".join(problems[:50] or log.splitlines()[-50:]))
+        pytest.fail(
+            f"`jupyter-book {' '.join(BUILD_ARGS)}` failed (exit {result.returncode}):\n"
+            + "\n".join(problems[:50] or log.splitlines()[-50:])
+        )
     return HTML

@@ -32,8 +32,14 @@ HEADING_RULES = ["page-has-heading-one", "heading-order", "empty-heading"]
 # WCAG rules of axe-core 4.9, label-content-name-mismatch and td-has-header among them, are
 # "experimental", which a run by tag leaves out: the test names every rule that carries one of
 # WCAG_TAGS instead, so that they run too.
-MUST_RUN = {"label-content-name-mismatch", "aria-deprecated-role", "aria-required-children",
-            "td-has-header", "color-contrast", "image-alt"}
+MUST_RUN = {
+    "label-content-name-mismatch",
+    "aria-deprecated-role",
+    "aria-required-children",
+    "td-has-header",
+    "color-contrast",
+    "image-alt",
+}
 REDIRECT = re.compile(r'\s*<meta http-equiv="refresh" content="0; url=([^"]+)"\s*/?>\s*', re.IGNORECASE)
 
 AXE_RUN = """
@@ -52,8 +58,9 @@ def site_pages(site: Path) -> list[str]:
 
     ``_static/`` holds no pages: its two .html files are the theme's template macros.
     """
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
-                  if p.relative_to(site).parts[0] != "_static")
+    return sorted(
+        p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.relative_to(site).parts[0] != "_static"
+    )
 
 
 @pytest.mark.browser
@@ -80,12 +87,12 @@ def test_axe_wcag21_aa(browser, site_url, built_site):  # noqa: F811
         checked.append(page)
         for violation in report["violations"]:
             for target in violation["targets"]:
-                found.append(f"{violation['id']} ({violation['impact']}) on {page}: {target}"
-                             f" -- {violation['help']}")
+                found.append(f"{violation['id']} ({violation['impact']}) on {page}: {target} -- {violation['help']}")
     assert len(checked) >= len(toc_pages()), checked
-    assert not found, (f"{len(found)} violations of WCAG 2.1 A/AA or of the heading rules (axe-core "
-                       f"{report['version']}, {len(report['rules'])} rules, {len(checked)} pages):\n"
-                       + "\n".join(found))
+    assert not found, (
+        f"{len(found)} violations of WCAG 2.1 A/AA or of the heading rules (axe-core "
+        f"{report['version']}, {len(report['rules'])} rules, {len(checked)} pages):\n" + "\n".join(found)
+    )
 
 
 FORMULAS = """
@@ -112,13 +119,17 @@ def test_formulas_carry_mathml(browser, site_url, built_site):  # noqa: F811
         _open(browser, f"{site_url}/{page}")
         formulas = browser.execute_script(FORMULAS)
         total += len(formulas)
-        for problem, bad in [("no assistive MathML", [f for f in formulas if not f["mathml"]]),
-                             ("drawing not hidden from screen readers", [f for f in formulas if not f["hidden"]])]:
+        for problem, bad in [
+            ("no assistive MathML", [f for f in formulas if not f["mathml"]]),
+            ("drawing not hidden from screen readers", [f for f in formulas if not f["hidden"]]),
+        ]:
             if bad:
                 found.append(f"{page}: {len(bad)} of {len(formulas)} formulas, {problem}, e.g. {bad[0]['tex']!r}")
     assert total > 100, f"only {total} formulas rendered on {len(pages)} pages"
-    assert not found, ("formulas a screen reader cannot read (keep MathJax's assistive MathML on: "
-                       "mathjax3_config in _config.yml):\n" + "\n".join(found))
+    assert not found, (
+        "formulas a screen reader cannot read (keep MathJax's assistive MathML on: "
+        "mathjax3_config in _config.yml):\n" + "\n".join(found)
+    )
 
 
 class _Images(HTMLParser):
@@ -140,10 +151,11 @@ class _Images(HTMLParser):
             self._article -= 1
 
 
-ICON_WORDS = 2     # a button's icon: what it is ("Colab logo")
-FIGURE_WORDS = 8   # a figure of the content: what it shows, in a sentence at least
-FILE_NAME = re.compile(r"\.(png|jpe?g|gif|svg|webp)\b|^(image|figure|img|output|plot|untitled)[\s_-]*\d*$",
-                       re.IGNORECASE)
+ICON_WORDS = 2  # a button's icon: what it is ("Colab logo")
+FIGURE_WORDS = 8  # a figure of the content: what it shows, in a sentence at least
+FILE_NAME = re.compile(
+    r"\.(png|jpe?g|gif|svg|webp)\b|^(image|figure|img|output|plot|untitled)[\s_-]*\d*$", re.IGNORECASE
+)
 
 
 @pytest.mark.slow
@@ -159,19 +171,39 @@ def test_every_image_has_alt_text(built_site):
             src = attrs.get("src") or ""
             needed = FIGURE_WORDS if in_article else ICON_WORDS
             if len(alt.split()) < needed or FILE_NAME.search(alt) or alt == Path(src).name:
-                found.append(f"{page}: {src} has alt={alt!r} (a {'figure' if in_article else 'icon'} "
-                             f"needs {needed} words or more)")
+                found.append(
+                    f"{page}: {src} has alt={alt!r} (a {'figure' if in_article else 'icon'} "
+                    f"needs {needed} words or more)"
+                )
     assert count, "no image at all: is the site built?"
-    assert not found, ("images without a descriptive alt text (a lecture figure takes it from the "
-                       "cell's `mystnb: image: alt:`, a Markdown image from its [text]):\n" + "\n".join(found))
+    assert not found, (
+        "images without a descriptive alt text (a lecture figure takes it from the "
+        "cell's `mystnb: image: alt:`, a Markdown image from its [text]):\n" + "\n".join(found)
+    )
 
 
 # --- the plots: a colour-blind-safe palette ---------------------------------------------------
 
 PALETTE = "tableau-colorblind10"
 # Calls that take their colours from matplotlib's colour cycle, which the style replaces.
-CYCLE_CALLS = {"plot", "semilogx", "semilogy", "loglog", "step", "scatter", "bar", "barh", "hist",
-               "errorbar", "fill_between", "fill_betweenx", "stackplot", "stem", "eventplot", "pie"}
+CYCLE_CALLS = {
+    "plot",
+    "semilogx",
+    "semilogy",
+    "loglog",
+    "step",
+    "scatter",
+    "bar",
+    "barh",
+    "hist",
+    "errorbar",
+    "fill_between",
+    "fill_betweenx",
+    "stackplot",
+    "stem",
+    "eventplot",
+    "pie",
+}
 SAFE_CMAPS = {"viridis", "cividis", "magma", "inferno", "plasma", "gray", "Greys", "binary"}
 COLOUR_KEYWORDS = {"color", "colors", "c", "facecolor", "edgecolor", "ecolor", "mfc", "mec"}
 NEUTRAL = re.compile(r"^(C\d|k|w|black|white|gr[ae]y|0?\.\d+|1(\.0*)?|none)$", re.IGNORECASE)
@@ -187,8 +219,11 @@ def _code_cells(page: str) -> list[str]:
         cells = read_myst_markdown_notebook(path.read_text(encoding="utf-8")).cells
     else:
         cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-               for c in cells if c["cell_type"] == "code"]
+    sources = [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c["cell_type"] == "code"
+    ]
     transform = TransformerManager().transform_cell
     return [transform(s) for s in sources]
 
@@ -199,9 +234,14 @@ def _mentions_palette(call: ast.Call) -> bool:
 
 def _is_style(call: ast.AST, kind: str) -> bool:
     """Is this ``<...>.style.use(...)`` / ``<...>.style.context(...)`` with the colour-blind style?"""
-    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == kind
-            and isinstance(call.func.value, ast.Attribute) and call.func.value.attr == "style"
-            and _mentions_palette(call))
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == kind
+        and isinstance(call.func.value, ast.Attribute)
+        and call.func.value.attr == "style"
+        and _mentions_palette(call)
+    )
 
 
 def _root(node: ast.AST) -> str | None:
@@ -215,9 +255,9 @@ class _PlotAudit(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.mpl = {"plt", "matplotlib", "mpl"}  # names that hold pyplot, a figure or axes
-        self.styled = False                      # plt.style.use(PALETTE) has run
-        self.context = 0                         # inside `with plt.style.context(PALETTE)`
-        self.draws = 0                           # calls that draw: lines, bars, images
+        self.styled = False  # plt.style.use(PALETTE) has run
+        self.context = 0  # inside `with plt.style.context(PALETTE)`
+        self.draws = 0  # calls that draw: lines, bars, images
         self.problems: list[str] = []
 
     def _binds_mpl(self, value: ast.AST) -> bool:

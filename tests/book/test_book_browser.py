@@ -19,8 +19,9 @@ import re
 import threading
 from pathlib import Path
 
-import chromium
 import pytest
+
+from tests import chromium
 
 from ._book import ROOT, toc_pages
 
@@ -140,17 +141,18 @@ def test_search(browser, site_url):
     from selenium.webdriver.support.ui import WebDriverWait
 
     _open(browser, f"{site_url}/book/intro.html")
-    button = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button.search-button__button")
-                  if b.is_displayed())
+    button = next(b for b in browser.find_elements(By.CSS_SELECTOR, "button.search-button__button") if b.is_displayed())
     button.click()
     field = WebDriverWait(browser, TIMEOUT).until(
-        ec.visibility_of_element_located((By.CSS_SELECTOR, "#pst-search-dialog input[name=q]")))
+        ec.visibility_of_element_located((By.CSS_SELECTOR, "#pst-search-dialog input[name=q]"))
+    )
     field.send_keys("LayerNorm", Keys.ENTER)
     WebDriverWait(browser, TIMEOUT).until(ec.url_contains("search.html"))
     # Sphinx lists the hits one at a time, 5 ms apart, and says "Search finished" after the
     # last: read the list only then, or a slow machine sees the first few hits only.
-    WebDriverWait(browser, TIMEOUT).until(ec.text_to_be_present_in_element(
-        (By.CSS_SELECTOR, "#search-results p.search-summary"), "Search finished"))
+    WebDriverWait(browser, TIMEOUT).until(
+        ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#search-results p.search-summary"), "Search finished")
+    )
     results = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
     hrefs = [a.get_attribute("href") for a in results]
     assert any("book/notation.html" in h for h in hrefs), hrefs

@@ -11,11 +11,19 @@ from autograder.authoring import REPOSITORY
 
 from ._book import BUILD_ARGS, ROOT, toc_pages
 
-SLUGS = ["01-rnn-limits", "02-self-attention", "03-qk-low-rank", "04-multi-head-attention",
-         "05-positional-encoding", "06-masking", "07-transformer-block", "08-encoder-decoder",
-         "09-tokens-in-tokens-out", "10-modern-block"]
-PARTS = {"Foundations": SLUGS[:4], "Building the Transformer": SLUGS[4:7],
-         "Training and inference": SLUGS[7:]}
+SLUGS = [
+    "01-rnn-limits",
+    "02-self-attention",
+    "03-qk-low-rank",
+    "04-multi-head-attention",
+    "05-positional-encoding",
+    "06-masking",
+    "07-transformer-block",
+    "08-encoder-decoder",
+    "09-tokens-in-tokens-out",
+    "10-modern-block",
+]
+PARTS = {"Foundations": SLUGS[:4], "Building the Transformer": SLUGS[4:7], "Training and inference": SLUGS[7:]}
 
 
 def config() -> dict:
@@ -27,24 +35,29 @@ def toc() -> dict:
 
 
 def test_toc_order():
-    """Does the toc read intro, notation, the three chapter parts (each lecture then its lab), the
-    appendix, then Guides?"""
+    """Does the toc read intro, notation, the warm-up lab, the three chapter parts (each lecture then
+    its lab), the appendix, then Guides?"""
     parts = toc()["parts"]
     assert toc()["root"] == "book/intro"
-    assert [c["file"] for c in parts[0]["chapters"]] == ["book/notation"]
+    assert [c["file"] for c in parts[0]["chapters"]] == ["book/notation", "notebooks/00-warmup/00-warmup"]
     assert [p.get("caption") for p in parts[1:]] == [*PARTS, "Appendix", "Guides"]
     for part in parts[1:4]:
         expected = [f for slug in PARTS[part["caption"]] for f in (f"book/{slug}", f"notebooks/{slug}/{slug}")]
         assert [c["file"] for c in part["chapters"]] == expected, part["caption"]
     assert [c["file"] for c in parts[4]["chapters"]] == ["book/appendix-training"]
     assert [c["file"] for c in parts[5]["chapters"]] == [
-        "book/guides/student", "book/guides/instructor", "book/guides/publisher", "book/bibliography"]
+        "book/guides/student",
+        "book/guides/instructor",
+        "book/guides/publisher",
+        "book/bibliography",
+    ]
 
 
 def test_toc_files_exist():
     """Does every page the toc lists exist (a lecture as .md, a lab as .ipynb)?"""
-    missing = [page for page in toc_pages()
-               if not any((ROOT / f"{page}{suffix}").is_file() for suffix in (".md", ".ipynb"))]
+    missing = [
+        page for page in toc_pages() if not any((ROOT / f"{page}{suffix}").is_file() for suffix in (".md", ".ipynb"))
+    ]
     assert not missing, f"pages listed in _toc.yml but missing from the repository: {missing}"
 
 
@@ -98,8 +111,7 @@ def test_mathjax_offline_and_bibliography():
 def test_bibliography_entries():
     """Does the bibliography hold the papers the course is built on?"""
     keys = set(re.findall(r"@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text()))
-    for key in ["vaswani2017attention", "phuong2022formal", "ba2016layer", "he2016deep",
-                "eckart1936approximation"]:
+    for key in ["vaswani2017attention", "phuong2022formal", "ba2016layer", "he2016deep", "eckart1936approximation"]:
         assert key in keys, key
 
 
@@ -151,6 +163,10 @@ def test_figures_use_colour_blind_safe_maps():
     """Do the lectures and labs avoid colour maps that colour-blind readers cannot read (jet, rainbow, ...)?"""
     unsafe = {"jet", "rainbow", "hsv", "gist_rainbow", "nipy_spectral", "gist_ncar", "RdYlGn", "RdGy"}
     sources = [*(ROOT / "book").glob("*.md"), *(ROOT / "notebooks").glob("*/*.ipynb")]
-    found = [(p.relative_to(ROOT).as_posix(), m) for p in sources
-             for m in re.findall(r"cmap\s*=\s*\\?[\"']([\w]+)\\?[\"']", p.read_text()) if m in unsafe]
+    found = [
+        (p.relative_to(ROOT).as_posix(), m)
+        for p in sources
+        for m in re.findall(r"cmap\s*=\s*\\?[\"']([\w]+)\\?[\"']", p.read_text())
+        if m in unsafe
+    ]
     assert not found, f"colour maps that are not colour-blind safe (use viridis, cividis or magma): {found}"

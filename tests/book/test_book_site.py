@@ -18,8 +18,18 @@ PAGES = toc_pages()
 LECTURES = [p for p in PAGES if re.fullmatch(r"book/\d\d-[\w-]+", p)]
 LABS = [p for p in PAGES if p.startswith("notebooks/")]
 # Tags whose URL attribute makes the browser fetch something when the page loads.
-FETCHING = {"script": "src", "link": "href", "img": "src", "iframe": "src", "source": "src",
-            "video": "src", "audio": "src", "embed": "src", "object": "data", "track": "src"}
+FETCHING = {
+    "script": "src",
+    "link": "href",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+    "object": "data",
+    "track": "src",
+}
 
 
 class Tags(HTMLParser):
@@ -101,11 +111,17 @@ def test_mathjax_served_locally(built_site):
 
 def test_no_widget_output(built_site):
     """Does any page carry Jupyter widget output (which needs a widget manager from a CDN)?"""
-    found = [p.relative_to(built_site).as_posix() for p in html_files(built_site)
-             if re.search(r"application/vnd\.jupyter\.widget-(view|state)\+json|jupyter-widgets",
-                          p.read_text(encoding="utf-8"))]
-    assert not found, ("pages with widget output (use text progress bars, `from tqdm import tqdm`, "
-                       f"not tqdm.auto or tqdm.notebook): {found}")
+    found = [
+        p.relative_to(built_site).as_posix()
+        for p in html_files(built_site)
+        if re.search(
+            r"application/vnd\.jupyter\.widget-(view|state)\+json|jupyter-widgets", p.read_text(encoding="utf-8")
+        )
+    ]
+    assert not found, (
+        "pages with widget output (use text progress bars, `from tqdm import tqdm`, "
+        f"not tqdm.auto or tqdm.notebook): {found}"
+    )
 
 
 def test_images_have_alt_text(built_site):
@@ -120,9 +136,12 @@ def test_images_have_alt_text(built_site):
 
 def test_licence_on_every_page(built_site):
     """Does every page state the licences (code MIT, text CC BY 4.0)?"""
-    found = [p for p in PAGES
-             if not {"MIT licence", "CC BY 4.0"} <= set(re.findall(r"MIT licence|CC BY 4\.0",
-                                                                   (built_site / f"{p}.html").read_text()))]
+    found = [
+        p
+        for p in PAGES
+        if not {"MIT licence", "CC BY 4.0"}
+        <= set(re.findall(r"MIT licence|CC BY 4\.0", (built_site / f"{p}.html").read_text()))
+    ]
     assert not found, found
 
 

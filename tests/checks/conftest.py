@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from across_boundary import across
-from mistake_ids import NOT_YET_RAISED, RAISED, note
 
 from autograder.checks import mistakes
 from autograder.checks.core import CheckFailed
+from tests.checks.across_boundary import across
+from tests.checks.mistake_ids import NOT_YET_RAISED, RAISED, note
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -40,9 +40,15 @@ def candidate_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     yield side
 
 
-def expect_failure(action: Callable[..., Any], *args: Any, error: type[BaseException] = CheckFailed,
-                   said: str | Sequence[str] = (), mistake: str | None = None, match: str | None = None,
-                   **kwargs: Any) -> str:
+def expect_failure(
+    action: Callable[..., Any],
+    *args: Any,
+    error: type[BaseException] = CheckFailed,
+    said: str | Sequence[str] = (),
+    mistake: str | None = None,
+    match: str | None = None,
+    **kwargs: Any,
+) -> str:
     """``action(*args, **kwargs)`` must raise ``error`` (or a subclass); return its message.
 
     ``said``: phrases (plain text, not patterns) the message must contain; ``mistake``: a
@@ -96,8 +102,15 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def _ran_every_check_test(session: pytest.Session) -> bool:
     """Did this session ask for every test of tests/checks, with none left out, and pass them all?"""
     options = session.config.option
-    if session.testsfailed or session.shouldstop or session.shouldfail or getattr(options, "keyword", "") \
-            or getattr(options, "markexpr", "") or getattr(options, "lf", False) or getattr(options, "deselect", None):
+    if (
+        session.testsfailed
+        or session.shouldstop
+        or session.shouldfail
+        or getattr(options, "keyword", "")
+        or getattr(options, "markexpr", "")
+        or getattr(options, "lf", False)
+        or getattr(options, "deselect", None)
+    ):
         return False
     paths = [os.path.abspath(str(arg)) for arg in session.config.args if "::" not in str(arg)]
     return any(HERE == p or HERE.startswith(p + os.sep) for p in paths)
@@ -114,9 +127,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     missing = sorted(set(mistakes.MISTAKES) - RAISED - NOT_YET_RAISED)
     stale = sorted(NOT_YET_RAISED & RAISED)
-    problems = ([f"{len(missing)} mistake ids of autograder/checks/mistakes.py were raised by no wrong answer in "
-                 f"tests/checks: {', '.join(missing)}"] if missing else []) + \
-               ([f"raised now, so take them off mistake_ids.NOT_YET_RAISED: {', '.join(stale)}"] if stale else [])
+    problems = (
+        [
+            f"{len(missing)} mistake ids of autograder/checks/mistakes.py were raised by no wrong answer in "
+            f"tests/checks: {', '.join(missing)}"
+        ]
+        if missing
+        else []
+    ) + ([f"raised now, so take them off mistake_ids.NOT_YET_RAISED: {', '.join(stale)}"] if stale else [])
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for text in problems:

@@ -20,8 +20,9 @@ def as_student(fn: types.FunctionType) -> types.FunctionType:
     decorated answer would."""
     source = textwrap.dedent(inspect.getsource(fn))
     namespace = dict(inspect.unwrap(fn).__globals__, __name__="student")  # a wrapper's are its decorator's
-    code = compile(source, f"<student {fn.__name__}>", "exec", flags=__future__.annotations.compiler_flag,
-                   dont_inherit=True)
+    code = compile(
+        source, f"<student {fn.__name__}>", "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True
+    )
     exec(code, namespace)  # noqa: S102 - the course's own reference source
     copy = namespace[fn.__name__]
     copy.__qualname__ = f"student.{fn.__name__}"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch01_rnn_limits import check_hidden_gradient_norms, check_receptive_field, check_rnn_forward
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- rnn_forward
 
@@ -106,24 +106,28 @@ def test_rnn_forward_accepts_right_answers(candidate):
         check_rnn_forward(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (rnn_no_tanh, "no tanh"),
-    (rnn_swapped, "W_xh and W_hh swapped"),
-    (rnn_returns_first, "first hidden state"),
-    (rnn_transposed, "W_hh.T"),
-    (rnn_includes_h0, "outputs include h0"),
-    (rnn_no_bias, "the bias b is left out"),
-    (rnn_shifted, "outputs shifted by one step"),
-    (rnn_time_first, "not stacked along dim 1"),
-    (rnn_returns_h0, "returns the initial state h0"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (rnn_no_tanh, "no tanh"),
+        (rnn_swapped, "W_xh and W_hh swapped"),
+        (rnn_returns_first, "first hidden state"),
+        (rnn_transposed, "W_hh.T"),
+        (rnn_includes_h0, "outputs include h0"),
+        (rnn_no_bias, "the bias b is left out"),
+        (rnn_shifted, "outputs shifted by one step"),
+        (rnn_time_first, "not stacked along dim 1"),
+        (rnn_returns_h0, "returns the initial state h0"),
+    ],
+)
 def test_rnn_forward_names_mistakes(candidate, words, fails):
     """Does each known mistake of the recurrence fail with a message naming it?"""
     fails(check_rnn_forward, candidate, mistake=words)
 
 
-@pytest.mark.parametrize("candidate, words", [(rnn_uses_torch, "torch.nn.RNN"),
-                                              (rnn_uses_reference, "autograder.reference.rnn_forward")])
+@pytest.mark.parametrize(
+    "candidate, words", [(rnn_uses_torch, "torch.nn.RNN"), (rnn_uses_reference, "autograder.reference.rnn_forward")]
+)
 def test_rnn_forward_forbids_ready_made_rnns(candidate, words, fails):
     """Does a candidate that calls nn.RNN or the reference fail with ForbiddenCall?"""
     fails(check_rnn_forward, candidate, error=ForbiddenCall, said=words)
@@ -143,10 +147,12 @@ def norms_by_autograd(x, h0, W_xh, W_hh, b):
     length = x.shape[1]
     norms = []
     for t in range(length):
+
         def rest(h, t=t):
             for s in range(t + 1, length):
                 h = torch.tanh(x[0, s] @ W_xh + h @ W_hh + b)
             return h
+
         norms.append(torch.autograd.functional.jacobian(rest, hs[0, t].detach()).norm())
     return torch.stack(norms)
 
@@ -172,10 +178,12 @@ def norms_forward(x, h0, W_xh, W_hh, b):
     hs, _ = rnn_forward_einsum(x[:1], h0[:1], W_xh, W_hh, b)
     norms = []
     for t in range(x.shape[1]):
+
         def first_to_t(h, t=t):
             for s in range(1, t + 1):
                 h = torch.tanh(x[0, s] @ W_xh + h @ W_hh + b)
             return h
+
         norms.append(torch.autograd.functional.jacobian(first_to_t, hs[0, 0].detach()).norm())
     return torch.stack(norms)
 
@@ -197,19 +205,23 @@ def norms_stub(x, h0, W_xh, W_hh, b):
     raise NotImplementedError()
 
 
-@pytest.mark.parametrize("candidate", [as_student(reference.hidden_gradient_norms), norms_by_autograd,
-                                       norms_backward_loop])
+@pytest.mark.parametrize(
+    "candidate", [as_student(reference.hidden_gradient_norms), norms_by_autograd, norms_backward_loop]
+)
 def test_hidden_gradient_norms_accepts_right_answers(candidate):
     """Do the reference, an autograd Jacobian and an einsum Jacobian product pass?"""
     for seed in (0, 1):
         check_hidden_gradient_norms(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (norms_reversed, "reversed in time"),
-    (norms_forward, "d h_t / d h_1"),
-    (norms_without_tanh_derivative, "tanh derivative"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (norms_reversed, "reversed in time"),
+        (norms_forward, "d h_t / d h_1"),
+        (norms_without_tanh_derivative, "tanh derivative"),
+    ],
+)
 def test_hidden_gradient_norms_names_mistakes(candidate, words, fails):
     """Does each known mistake of the gradient norms fail with a message naming it?"""
     fails(check_hidden_gradient_norms, candidate, mistake=words)
@@ -249,12 +261,15 @@ def test_receptive_field_accepts_right_answers(candidate):
         check_receptive_field(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda k, n: k * n, "k * n"),
-    (lambda k, n: n * (k - 1), "forgets the output position"),
-    (lambda k, n: n * (k - 1) + 2, "one position too many"),
-    (lambda k, n: k ** n, "k ** n"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda k, n: k * n, "k * n"),
+        (lambda k, n: n * (k - 1), "forgets the output position"),
+        (lambda k, n: n * (k - 1) + 2, "one position too many"),
+        (lambda k, n: k**n, "k ** n"),
+    ],
+)
 def test_receptive_field_names_mistakes(candidate, words, fails):
     """Does k * n, or an off-by-one, fail with a message naming it?"""
     fails(check_receptive_field, candidate, mistake=words)
@@ -272,6 +287,7 @@ def test_receptive_field_forbids_reference(fails):
 
 def test_receptive_field_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
+
     def stub(kernel_size, num_layers):
         raise NotImplementedError()
 

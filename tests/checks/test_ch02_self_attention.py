@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall, variants
@@ -16,6 +15,7 @@ from autograder.checks.ch02_self_attention import (
     check_single_query_attention,
     check_softmax,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- softmax
 
@@ -52,10 +52,13 @@ def test_softmax_accepts_right_answers():
             check_softmax(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (softmax_no_shift, "maximum is not subtracted"),
-    (softmax_no_sum, "not divided by its sum"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (softmax_no_shift, "maximum is not subtracted"),
+        (softmax_no_sum, "not divided by its sum"),
+    ],
+)
 def test_softmax_names_mistakes(candidate, words, fails):
     """Do softmax without the max shift and without the normalisation fail, named?"""
     fails(check_softmax, candidate, mistake=words)
@@ -63,6 +66,7 @@ def test_softmax_names_mistakes(candidate, words, fails):
 
 def test_softmax_names_nan_rows(fails):
     """Does a softmax that turns a row of -inf into NaN fail with a message naming it?"""
+
     def nan_rows(x, dim=-1):
         e = torch.exp(x - x.amax(dim, keepdim=True))
         return e / e.sum(dim, keepdim=True)
@@ -72,14 +76,22 @@ def test_softmax_names_nan_rows(fails):
 
 def _softmax_over_on(shape, axis):
     """A right softmax, except on inputs of ``shape``, where it normalises over ``axis`` instead."""
+
     def softmax(x, dim=-1):
         return softmax_by_moving_axis(x, axis if tuple(x.shape) == shape else dim)
+
     return softmax
 
 
 # (shape, dim) of each case of check_softmax where an axis other than dim gives other values, and that axis
-SOFTMAX_WRONG_AXES = [((2, 3, 5), -1, 0), ((2, 3, 5), -1, 1), ((4, 6), 0, 1), ((3, 7), 1, 0), ((2, 5), -1, 0),
-                      ((3, 4), -1, 0)]
+SOFTMAX_WRONG_AXES = [
+    ((2, 3, 5), -1, 0),
+    ((2, 3, 5), -1, 1),
+    ((4, 6), 0, 1),
+    ((3, 7), 1, 0),
+    ((2, 5), -1, 0),
+    ((3, 4), -1, 0),
+]
 
 
 @pytest.mark.parametrize("shape, dim, axis", SOFTMAX_WRONG_AXES)
@@ -126,11 +138,14 @@ def test_single_query_accepts_right_answers():
             check_single_query_attention(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (single_no_scale, variants.NO_SCALE),
-    (single_over_dh, "divided by Dh instead of sqrt(Dh)"),
-    (single_returns_weights, "returns the attention weights"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (single_no_scale, variants.NO_SCALE),
+        (single_over_dh, "divided by Dh instead of sqrt(Dh)"),
+        (single_returns_weights, "returns the attention weights"),
+    ],
+)
 def test_single_query_names_mistakes(candidate, words, fails):
     """Do a missing scale, a 1/Dh scale and returning the weights fail, named?"""
     fails(check_single_query_attention, candidate, mistake=words)
@@ -138,6 +153,7 @@ def test_single_query_names_mistakes(candidate, words, fails):
 
 def test_single_query_forbids_sdpa(fails):
     """Does a candidate calling F.scaled_dot_product_attention fail with ForbiddenCall?"""
+
     def uses_torch(q, K, V):
         return torch.nn.functional.scaled_dot_product_attention(q[None], K, V)[0]
 
@@ -213,15 +229,18 @@ def test_sdpa_accepts_right_answers():
             check_scaled_dot_product_attention(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (sdpa_no_scale, variants.NO_SCALE),
-    (sdpa_over_dh, variants.SCALE_BY_DH),
-    (sdpa_over_queries, variants.SOFTMAX_OVER_QUERIES),
-    (sdpa_mask_after, variants.MASK_AFTER_SOFTMAX),
-    (sdpa_swapped, "weights and output swapped"),
-    (sdpa_inverted_mask, variants.MASK_INVERTED),
-    (sdpa_nan_rows, variants.NAN_ROWS),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (sdpa_no_scale, variants.NO_SCALE),
+        (sdpa_over_dh, variants.SCALE_BY_DH),
+        (sdpa_over_queries, variants.SOFTMAX_OVER_QUERIES),
+        (sdpa_mask_after, variants.MASK_AFTER_SOFTMAX),
+        (sdpa_swapped, "weights and output swapped"),
+        (sdpa_inverted_mask, variants.MASK_INVERTED),
+        (sdpa_nan_rows, variants.NAN_ROWS),
+    ],
+)
 def test_sdpa_names_mistakes(candidate, words, fails):
     """Does each known mistake of attention fail with a message naming it?"""
     fails(check_scaled_dot_product_attention, candidate, mistake=words)
@@ -229,8 +248,10 @@ def test_sdpa_names_mistakes(candidate, words, fails):
 
 def _sdpa_over_on(ndim, axis):
     """Right attention, except on inputs of ``ndim`` axes, whose softmax runs over ``axis`` of the scores."""
+
     def attention(q, k, v, attn_mask=None):
         return _attend(q, k, v, attn_mask, dim=axis if q.dim() == ndim else -1)
+
     return attention
 
 
@@ -243,6 +264,7 @@ def test_sdpa_names_every_wrong_axis(ndim, axis, fails):
 
 def test_sdpa_forbids_torch_and_reference(fails):
     """Do candidates calling F.scaled_dot_product_attention or the reference fail with ForbiddenCall?"""
+
     def uses_torch(q, k, v, attn_mask=None):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         return out, None
@@ -250,14 +272,23 @@ def test_sdpa_forbids_torch_and_reference(fails):
     def uses_reference(q, k, v, attn_mask=None):
         return reference.scaled_dot_product_attention(q, k, v, attn_mask)
 
-    fails(check_scaled_dot_product_attention, uses_torch, error=ForbiddenCall,
-          match="torch.nn.functional.scaled_dot_product_attention")
-    fails(check_scaled_dot_product_attention, uses_reference, error=ForbiddenCall,
-          match="autograder.reference.scaled_dot_product_attention")
+    fails(
+        check_scaled_dot_product_attention,
+        uses_torch,
+        error=ForbiddenCall,
+        match="torch.nn.functional.scaled_dot_product_attention",
+    )
+    fails(
+        check_scaled_dot_product_attention,
+        uses_reference,
+        error=ForbiddenCall,
+        match="autograder.reference.scaled_dot_product_attention",
+    )
 
 
 def test_sdpa_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
+
     def stub(q, k, v, attn_mask=None):
         raise NotImplementedError()
 
@@ -275,7 +306,7 @@ def self_attention_fused(x, W_q, W_k, W_v):
     """One matmul for the three projections, then split."""
     dh = W_q.shape[1]
     qkv = x @ torch.cat([W_q, W_k, W_v], dim=1)  # (B, L, 2 Dh + Dv)
-    q, k, v = qkv[..., :dh], qkv[..., dh:2 * dh], qkv[..., 2 * dh:]
+    q, k, v = qkv[..., :dh], qkv[..., dh : 2 * dh], qkv[..., 2 * dh :]
     return reference.scaled_dot_product_attention(q, k, v)
 
 
@@ -299,11 +330,14 @@ def test_self_attention_accepts_right_answers():
             check_self_attention(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (self_attention_qk_swapped, "queries and keys swapped"),
-    (self_attention_sqrt_d, "sqrt(D), the model width"),
-    (self_attention_unprojected_values, "values are not projected"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (self_attention_qk_swapped, "queries and keys swapped"),
+        (self_attention_sqrt_d, "sqrt(D), the model width"),
+        (self_attention_unprojected_values, "values are not projected"),
+    ],
+)
 def test_self_attention_names_mistakes(candidate, words, fails):
     """Do swapped queries and keys, the wrong scale and unprojected values fail, named?"""
     fails(check_self_attention, candidate, mistake=words)
@@ -312,21 +346,30 @@ def test_self_attention_names_mistakes(candidate, words, fails):
 @pytest.mark.parametrize("axis", [0, 1])
 def test_self_attention_names_every_wrong_axis(axis, fails):
     """Does a softmax over the batch axis or the queries of the scores (B, L, L) fail, named?"""
+
     def self_attention(x, W_q, W_k, W_v):
         return _attend(x @ W_q, x @ W_k, x @ W_v, dim=axis)
 
-    fails(check_self_attention, self_attention,
-          mistake=variants.SOFTMAX_OVER_QUERIES if axis == 1 else variants.softmax_over(axis))
+    fails(
+        check_self_attention,
+        self_attention,
+        mistake=variants.SOFTMAX_OVER_QUERIES if axis == 1 else variants.softmax_over(axis),
+    )
 
 
 def test_self_attention_forbids_reference(fails):
     """Does a candidate calling the reference's self_attention fail with ForbiddenCall?"""
-    fails(check_self_attention, lambda x, W_q, W_k, W_v: reference.self_attention(x, W_q, W_k, W_v),
-          error=ForbiddenCall, match="autograder.reference.self_attention")
+    fails(
+        check_self_attention,
+        lambda x, W_q, W_k, W_v: reference.self_attention(x, W_q, W_k, W_v),
+        error=ForbiddenCall,
+        match="autograder.reference.self_attention",
+    )
 
 
 def test_self_attention_lets_stub_through(fails):
     """Does an untouched stub raise NotImplementedError?"""
+
     def stub(x, W_q, W_k, W_v):
         raise NotImplementedError()
 
@@ -336,6 +379,7 @@ def test_self_attention_lets_stub_through(fails):
 @pytest.mark.parametrize("check", [check_softmax, check_single_query_attention])
 def test_softmax_and_single_query_let_stubs_through(check, fails):
     """Do untouched stubs of softmax and single_query_attention raise NotImplementedError?"""
+
     def stub(*args, **kwargs):
         raise NotImplementedError()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import (
@@ -15,6 +14,7 @@ from autograder.checks import (
     check_low_rank_factorize,
     check_merged_qk,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- merged_qk
 
@@ -35,11 +35,14 @@ def test_transpose_of_product_merged_qk_passes():
     check_merged_qk(lambda W_q, W_k: (W_k @ W_q.T).T)
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda W_q, W_k: W_k @ W_q.T, "queries and keys swapped"),
-    (lambda W_q, W_k: W_q.T @ W_k, "(Dh, Dh)"),
-    (lambda W_q, W_k: W_q @ W_q.T, "key projection is not used"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda W_q, W_k: W_k @ W_q.T, "queries and keys swapped"),
+        (lambda W_q, W_k: W_q.T @ W_k, "(Dh, Dh)"),
+        (lambda W_q, W_k: W_q @ W_q.T, "key projection is not used"),
+    ],
+)
 def test_wrong_merged_qk_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of merged_qk rejected with its name?"""
     fails(check_merged_qk, wrong, mistake=words)
@@ -52,9 +55,12 @@ def test_merged_qk_using_the_reference_is_forbidden(fails):
 
 def test_merged_qk_stub_raises_not_implemented(fails):
     """Does an untouched stub reach nbgrader as NotImplementedError?"""
+
     def stub(W_q, W_k):
         raise NotImplementedError()
+
     fails(check_merged_qk, stub, error=NotImplementedError)
+
 
 # ----------------------------------------------------------------------------- bilinear_scores
 
@@ -75,11 +81,14 @@ def test_bilinear_scores_via_factors_passes():
     check_bilinear_scores(lambda x, W, scale: (x @ W).matmul(x.transpose(0, 1)).mul(scale))
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda x, W, scale: x @ W @ x.T, "scale not applied"),
-    (lambda x, W, scale: x @ W @ x.T / scale, "divided by scale"),
-    (lambda x, W, scale: scale * x @ W.T @ x.T, "W transposed"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda x, W, scale: x @ W @ x.T, "scale not applied"),
+        (lambda x, W, scale: x @ W @ x.T / scale, "divided by scale"),
+        (lambda x, W, scale: scale * x @ W.T @ x.T, "W transposed"),
+    ],
+)
 def test_wrong_bilinear_scores_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of bilinear_scores rejected with its name?"""
     fails(check_bilinear_scores, wrong, mistake=words)
@@ -88,6 +97,7 @@ def test_wrong_bilinear_scores_fails_naming_the_mistake(wrong, words, fails):
 def test_bilinear_scores_using_the_reference_is_forbidden(fails):
     """Is a bilinear_scores that calls the reference caught?"""
     fails(check_bilinear_scores, lambda x, W, scale: reference.bilinear_scores(x, W, scale), error=ForbiddenCall)
+
 
 # ----------------------------------------------------------------------------- low_rank_factorize
 
@@ -128,15 +138,27 @@ def test_valid_low_rank_factorizations_pass(alternative):
     check_low_rank_factorize(alternative)
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda W, r: (torch.linalg.svd(W)[0][:, -r:] * torch.linalg.svd(W)[1][-r:], torch.linalg.svd(W)[2][-r:].T),
-     "smallest singular values"),
-    (lambda W, r: (torch.linalg.svd(W)[0][:, :r], torch.linalg.svd(W)[2][:r].T), "singular values left out"),
-    (lambda W, r: (torch.linalg.svd(W)[0][:, :r] * torch.linalg.svd(W)[1][:r],
-                   torch.linalg.svd(W)[2][:, :r]), "columns of V^T"),
-    (lambda W, r: (torch.linalg.svd(W)[0][:, :r] * torch.linalg.svd(W)[1][:r],
-                   torch.linalg.svd(W)[2][:r].T * torch.linalg.svd(W)[1][:r]), "in both factors"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (
+            lambda W, r: (torch.linalg.svd(W)[0][:, -r:] * torch.linalg.svd(W)[1][-r:], torch.linalg.svd(W)[2][-r:].T),
+            "smallest singular values",
+        ),
+        (lambda W, r: (torch.linalg.svd(W)[0][:, :r], torch.linalg.svd(W)[2][:r].T), "singular values left out"),
+        (
+            lambda W, r: (torch.linalg.svd(W)[0][:, :r] * torch.linalg.svd(W)[1][:r], torch.linalg.svd(W)[2][:, :r]),
+            "columns of V^T",
+        ),
+        (
+            lambda W, r: (
+                torch.linalg.svd(W)[0][:, :r] * torch.linalg.svd(W)[1][:r],
+                torch.linalg.svd(W)[2][:r].T * torch.linalg.svd(W)[1][:r],
+            ),
+            "in both factors",
+        ),
+    ],
+)
 def test_wrong_low_rank_factorize_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of low_rank_factorize rejected with its name?"""
     fails(check_low_rank_factorize, wrong, mistake=words)
@@ -144,9 +166,11 @@ def test_wrong_low_rank_factorize_fails_naming_the_mistake(wrong, words, fails):
 
 def test_low_rank_factorize_returning_V_transposed_fails_on_shape(fails):
     """Is B returned as (k, D) (rows of V^T) rejected on its shape, with the reason?"""
+
     def wrong(W, rank):
         U, S, Vh = torch.linalg.svd(W)
         return U[:, :rank] * S[:rank], Vh[:rank]
+
     fails(check_low_rank_factorize, wrong, said="shape", match="torch.linalg.svd returns V")
 
 
@@ -158,13 +182,16 @@ def test_low_rank_factorize_returning_the_product_fails(fails):
 @pytest.mark.parametrize("op", ["reference", "svd_lowrank"])
 def test_low_rank_factorize_forbidden_ops_are_caught(op, fails):
     """Are the reference and torch.svd_lowrank caught?"""
+
     def via_reference(W, rank):
         return reference.low_rank_factorize(W, rank)
 
     def via_torch(W, rank):
         U, S, V = torch.svd_lowrank(W, q=rank)
         return U * S, V
+
     fails(check_low_rank_factorize, via_reference if op == "reference" else via_torch, error=ForbiddenCall)
+
 
 # ----------------------------------------------------------------------------- low_rank_error
 
@@ -182,21 +209,26 @@ def test_low_rank_error_by_vector_norm_passes():
 
 def test_low_rank_error_from_the_residual_passes():
     """Does the explicit residual's Frobenius norm (slower, same value) pass?"""
+
     def explicit(W, rank):
         U, S, Vh = torch.linalg.svd(W)
         return torch.linalg.matrix_norm(W - (U[:, :rank] * S[:rank]) @ Vh[:rank])
+
     check_low_rank_error(explicit)
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda W, r: torch.linalg.svdvals(W)[r:].pow(2).sum(), "no square root"),
-    (lambda W, r: torch.linalg.svdvals(W)[r:].sum(), "sum of the dropped singular values"),
-    (lambda W, r: torch.linalg.svdvals(W)[:r].sum(), "sum of the kept singular values"),
-    (lambda W, r: torch.linalg.svdvals(W)[r + 1:].pow(2).sum().sqrt(), "off by one"),
-    (lambda W, r: torch.linalg.svdvals(W)[:r].pow(2).sum().sqrt(), "kept part"),
-    (lambda W, r: torch.linalg.svdvals(W)[r - 1:].pow(2).sum().sqrt(), "dropped from index k - 1"),
-    (lambda W, r: torch.linalg.svdvals(W)[r], "spectral-norm error"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda W, r: torch.linalg.svdvals(W)[r:].pow(2).sum(), "no square root"),
+        (lambda W, r: torch.linalg.svdvals(W)[r:].sum(), "sum of the dropped singular values"),
+        (lambda W, r: torch.linalg.svdvals(W)[:r].sum(), "sum of the kept singular values"),
+        (lambda W, r: torch.linalg.svdvals(W)[r + 1 :].pow(2).sum().sqrt(), "off by one"),
+        (lambda W, r: torch.linalg.svdvals(W)[:r].pow(2).sum().sqrt(), "kept part"),
+        (lambda W, r: torch.linalg.svdvals(W)[r - 1 :].pow(2).sum().sqrt(), "dropped from index k - 1"),
+        (lambda W, r: torch.linalg.svdvals(W)[r], "spectral-norm error"),
+    ],
+)
 def test_wrong_low_rank_error_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of low_rank_error rejected with its name?"""
     fails(check_low_rank_error, wrong, mistake=words)
@@ -214,7 +246,9 @@ def test_low_rank_error_using_the_reference_is_forbidden(fails):
 
 def test_low_rank_stubs_raise_not_implemented(fails):
     """Do untouched stubs reach nbgrader as NotImplementedError?"""
+
     def stub(*args):
         raise NotImplementedError()
+
     for check in (check_bilinear_scores, check_low_rank_factorize, check_low_rank_error):
         fails(check, stub, error=NotImplementedError)

@@ -8,7 +8,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 from torch import nn
 
 from autograder import reference
@@ -19,6 +18,7 @@ from autograder.checks import (
     check_split_heads,
     variants,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- split / merge
 
@@ -42,21 +42,27 @@ def test_alternative_merge_heads_pass():
     check_merge_heads(lambda x: torch.cat(x.unbind(1), dim=-1))
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda x, num_heads: x.view(x.shape[0], num_heads, x.shape[1], -1), "without the transpose"),
-    (lambda x, num_heads: x.view(x.shape[0], x.shape[1], num_heads, -1), "transpose(1, 2) missing"),
-    (lambda x, num_heads: x.view(x.shape[0], x.shape[1], -1, num_heads).permute(0, 3, 1, 2), "in turn"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda x, num_heads: x.view(x.shape[0], num_heads, x.shape[1], -1), "without the transpose"),
+        (lambda x, num_heads: x.view(x.shape[0], x.shape[1], num_heads, -1), "transpose(1, 2) missing"),
+        (lambda x, num_heads: x.view(x.shape[0], x.shape[1], -1, num_heads).permute(0, 3, 1, 2), "in turn"),
+    ],
+)
 def test_wrong_split_heads_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of split_heads rejected with its name?"""
     fails(check_split_heads, wrong, mistake=words)
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "merged without the transpose"),
-    (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved"),
-    (lambda x: x.transpose(1, 2), "not concatenated"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "merged without the transpose"),
+        (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved"),
+        (lambda x: x.transpose(1, 2), "not concatenated"),
+    ],
+)
 def test_wrong_merge_heads_fails_naming_the_mistake(wrong, words, fails):
     """Is each known mistake of merge_heads rejected with its name?"""
     fails(check_merge_heads, wrong, mistake=words)
@@ -75,10 +81,13 @@ def test_split_and_merge_using_the_reference_are_forbidden(fails):
 
 def test_head_stubs_raise_not_implemented(fails):
     """Do untouched stubs reach nbgrader as NotImplementedError?"""
+
     def stub(*args):
         raise NotImplementedError()
+
     for check in (check_split_heads, check_merge_heads):
         fails(check, stub, error=NotImplementedError)
+
 
 # ----------------------------------------------------------------------------- MultiHeadAttention
 
@@ -125,8 +134,9 @@ class WithChapter2(_Base):
 
     def forward(self, query, key, value, attn_mask=None):
         h = self.num_heads
-        q, k, v = (reference.split_heads(p(t), h) for p, t in
-                   ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+        q, k, v = (
+            reference.split_heads(p(t), h) for p, t in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value))
+        )
         out, self.attn_weights = reference.scaled_dot_product_attention(q, k, v, attn_mask)
         return self.out_proj(reference.merge_heads(out))
 
@@ -141,7 +151,7 @@ class PerHeadEinsum(_Base):
         heads, weights = [], []
         for i in range(h):
             cols = slice(i * dh, (i + 1) * dh)
-            scores = torch.einsum("bqd,bkd->bqk", q[..., cols], k[..., cols]) / dh ** 0.5
+            scores = torch.einsum("bqd,bkd->bqk", q[..., cols], k[..., cols]) / dh**0.5
             if attn_mask is not None:
                 m = attn_mask.expand(q.shape[0], h, q.shape[1], k.shape[1])[:, i]
                 scores = scores.masked_fill(~m, float("-inf"))
@@ -164,16 +174,19 @@ def _wrong(**changes):
     return type("Wrong", (Written,), changes)
 
 
-@pytest.mark.parametrize("module, words", [
-    (_wrong(scale_by="none"), variants.NO_SCALE),
-    (_wrong(scale_by="D"), variants.SCALE_BY_D_MODEL),
-    (_wrong(softmax_dim=-2), variants.SOFTMAX_OVER_QUERIES),
-    (_wrong(softmax_dim=0), variants.softmax_over(0)),  # the batch axis of the scores (B, H, Lq, Lk)
-    (_wrong(softmax_dim=1), variants.softmax_over(1)),  # the heads
-    (_wrong(project=False), variants.NO_OUT_PROJ),
-    (_wrong(transpose=False), variants.HEADS_WITHOUT_TRANSPOSE),
-    (_wrong(invert=True), variants.MASK_INVERTED),
-])
+@pytest.mark.parametrize(
+    "module, words",
+    [
+        (_wrong(scale_by="none"), variants.NO_SCALE),
+        (_wrong(scale_by="D"), variants.SCALE_BY_D_MODEL),
+        (_wrong(softmax_dim=-2), variants.SOFTMAX_OVER_QUERIES),
+        (_wrong(softmax_dim=0), variants.softmax_over(0)),  # the batch axis of the scores (B, H, Lq, Lk)
+        (_wrong(softmax_dim=1), variants.softmax_over(1)),  # the heads
+        (_wrong(project=False), variants.NO_OUT_PROJ),
+        (_wrong(transpose=False), variants.HEADS_WITHOUT_TRANSPOSE),
+        (_wrong(invert=True), variants.MASK_INVERTED),
+    ],
+)
 def test_wrong_multi_head_attention_fails_naming_the_mistake(module, words, fails):
     """Is each known mistake of multi-head attention rejected with its name?"""
     fails(check_multi_head_attention, module, mistake=words)
@@ -187,16 +200,19 @@ def test_torch_softmax_fails_on_a_fully_padded_sequence(fails):
 
 def test_missing_attn_weights_fails(fails):
     """Is a module that keeps no attn_weights rejected, saying what to store?"""
+
     class NoWeights(WithChapter2):
         def forward(self, *args, **kwargs):
             out = super().forward(*args, **kwargs)
             self.attn_weights = None
             return out
+
     fails(check_multi_head_attention, NoWeights, match="self.attn_weights")
 
 
 def test_wrong_parameter_names_fail(fails):
     """Is a module with a packed in_proj (not PyTorch's per-projection names) rejected?"""
+
     class Packed(nn.Module):
         def __init__(self, d_model, num_heads):
             super().__init__()
@@ -205,21 +221,25 @@ def test_wrong_parameter_names_fail(fails):
 
         def forward(self, query, key, value, attn_mask=None):
             return query
+
     fails(check_multi_head_attention, Packed, match="missing")
 
 
 def test_wrapping_torch_multihead_attention_is_forbidden(fails):
     """Is a module that calls nn.MultiheadAttention caught?"""
+
     class Wrapper(_Base):
         def forward(self, query, key, value, attn_mask=None):
             mha = nn.MultiheadAttention(query.size(-1), self.num_heads, batch_first=True)
             out, self.attn_weights = mha(query, key, value)
             return out
+
     fails(check_multi_head_attention, Wrapper, error=ForbiddenCall, match="PyTorch's own")
 
 
 def test_wrapping_the_reference_module_is_forbidden(fails):
     """Is a module built on the reference's MultiHeadAttention caught?"""
+
     class Wrapper(_Base):
         def forward(self, query, key, value, attn_mask=None):
             ref = reference.MultiHeadAttention(query.size(-1), self.num_heads)
@@ -227,15 +247,18 @@ def test_wrapping_the_reference_module_is_forbidden(fails):
             out = ref(query, key, value, attn_mask)
             self.attn_weights = ref.attn_weights
             return out
+
     fails(check_multi_head_attention, Wrapper, error=ForbiddenCall, match="reference")
 
 
 def test_multi_head_attention_stub_raises_not_implemented(fails):
     """Does an untouched stub (its __init__ raises) reach nbgrader as NotImplementedError?"""
+
     class Stub(nn.Module):
         def __init__(self, d_model, num_heads):
             super().__init__()
             raise NotImplementedError()
+
     fails(check_multi_head_attention, Stub, error=NotImplementedError)
 
 

@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-from student_copies import as_student
 
 from autograder import reference
 from autograder.checks import ForbiddenCall
@@ -17,8 +16,10 @@ from autograder.checks.ch05_positional_encoding import (
     check_rotation_matrix,
     check_sinusoidal_encoding,
 )
+from tests.checks.student_copies import as_student
 
 # ----------------------------------------------------------------------------- candidates
+
 
 def encoding_float32(length, d_model, *, swap=False, exponent=2.0, halves=False):
     """A float32 version written with pow; the keywords make it wrong on purpose."""
@@ -78,6 +79,7 @@ def _stub(*args, **kwargs):
 
 # ----------------------------------------------------------------------------- sinusoidal_encoding
 
+
 def test_reference_encoding_passes():
     """Does the reference table pass its own check, for several seeds?"""
     for seed in (0, 1, 2):
@@ -90,21 +92,28 @@ def test_valid_encodings_pass(candidate):
     check_sinusoidal_encoding(candidate, seed=1)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(swap=True), "sin and cos swapped"),
-    (dict(exponent=1.0), "2i/D written as i/D (a factor of two)"),
-    (dict(exponent=4.0), "giving 4i/D (a factor of two)"),
-    (dict(halves=True), "concatenated, not interleaved"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(swap=True), "sin and cos swapped"),
+        (dict(exponent=1.0), "2i/D written as i/D (a factor of two)"),
+        (dict(exponent=4.0), "giving 4i/D (a factor of two)"),
+        (dict(halves=True), "concatenated, not interleaved"),
+    ],
+)
 def test_wrong_encodings_are_named(kwargs, words, fails):
     """Does each usual mistake in the table fail with a message naming it?"""
     fails(check_sinusoidal_encoding, lambda length, d: encoding_float32(length, d, **kwargs), said=words)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda length, d: encoding_float32(length + 1, d)[1:], "positions counted from 1"),
-    (lambda length, d: encoding_float32(length, d).T, "(D, L) instead of (L, D)"),
-], ids=["from-one", "transposed"])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda length, d: encoding_float32(length + 1, d)[1:], "positions counted from 1"),
+        (lambda length, d: encoding_float32(length, d).T, "(D, L) instead of (L, D)"),
+    ],
+    ids=["from-one", "transposed"],
+)
 def test_shifted_and_transposed_encodings_are_named(candidate, words, fails):
     """Do a table whose positions start at 1 and a transposed table fail with their names?"""
     fails(check_sinusoidal_encoding, candidate, said=words)
@@ -112,8 +121,12 @@ def test_shifted_and_transposed_encodings_are_named(candidate, words, fails):
 
 def test_encoding_using_the_reference_is_forbidden(fails):
     """Is a table copied from the reference caught?"""
-    fails(check_sinusoidal_encoding, lambda length, d: reference.sinusoidal_encoding(length, d), error=ForbiddenCall,
-          match="sinusoidal_encoding")
+    fails(
+        check_sinusoidal_encoding,
+        lambda length, d: reference.sinusoidal_encoding(length, d),
+        error=ForbiddenCall,
+        match="sinusoidal_encoding",
+    )
 
 
 def test_encoding_stub_raises_not_implemented(fails):
@@ -122,6 +135,7 @@ def test_encoding_stub_raises_not_implemented(fails):
 
 
 # ----------------------------------------------------------------------------- rotation_matrix
+
 
 def test_reference_rotation_passes():
     """Does the reference R(k) pass, for several seeds?"""
@@ -135,11 +149,14 @@ def test_valid_rotations_pass(candidate):
     check_rotation_matrix(candidate, seed=2)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(swap=True), "sin and cos swapped"),
-    (dict(exponent=1.0), "2i/D written as i/D (a factor of two)"),
-    (dict(transpose=True), "block transposed (rotates backwards: R(-k))"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(swap=True), "sin and cos swapped"),
+        (dict(exponent=1.0), "2i/D written as i/D (a factor of two)"),
+        (dict(transpose=True), "block transposed (rotates backwards: R(-k))"),
+    ],
+)
 def test_wrong_rotations_are_named(kwargs, words, fails):
     """Does each usual mistake in R(k) fail with a message naming it?"""
     fails(check_rotation_matrix, lambda k, d: rotation_block_diag(k, d, **kwargs), said=words)
@@ -147,14 +164,22 @@ def test_wrong_rotations_are_named(kwargs, words, fails):
 
 def test_rotation_property_is_checked_at_every_offset(fails):
     """Is a matrix wrong at one offset outside the sample caught by the every-offset test?"""
-    fails(check_rotation_matrix, rotation_wrong_at_one_offset, seed=0,
-          said=["for every offset k in 0..127", "offset k=40"])
+    fails(
+        check_rotation_matrix,
+        rotation_wrong_at_one_offset,
+        seed=0,
+        said=["for every offset k in 0..127", "offset k=40"],
+    )
 
 
 def test_rotation_using_the_reference_is_forbidden(fails):
     """Is R(k) copied from the reference caught?"""
-    fails(check_rotation_matrix, lambda k, d: reference.rotation_matrix(k, d), error=ForbiddenCall,
-          match="rotation_matrix")
+    fails(
+        check_rotation_matrix,
+        lambda k, d: reference.rotation_matrix(k, d),
+        error=ForbiddenCall,
+        match="rotation_matrix",
+    )
 
 
 def test_rotation_stub_raises_not_implemented(fails):
@@ -164,27 +189,36 @@ def test_rotation_stub_raises_not_implemented(fails):
 
 # ----------------------------------------------------------------------------- pe_similarity
 
+
 def test_reference_similarity_passes():
     """Does the reference pass, for several seeds?"""
     for seed in (0, 1, 2):
         check_pe_similarity(as_student(reference.pe_similarity), seed=seed)
 
 
-@pytest.mark.parametrize("candidate", [
-    lambda pe: torch.einsum("id,jd->ij", pe, pe),
-    lambda pe: (pe[:, None, :] * pe[None, :, :]).sum(-1),
-])
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        lambda pe: torch.einsum("id,jd->ij", pe, pe),
+        lambda pe: (pe[:, None, :] * pe[None, :, :]).sum(-1),
+    ],
+)
 def test_valid_similarities_pass(candidate):
     """Do an einsum and a broadcast-and-sum version pass?"""
     check_pe_similarity(candidate, seed=3)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda pe: pe.T @ pe, "dot products of columns"),
-    (lambda pe: torch.nn.functional.normalize(pe, dim=-1) @ torch.nn.functional.normalize(pe, dim=-1).T,
-     "cosine similarities"),
-    (lambda pe: torch.cdist(pe, pe), "distances instead of dot products"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda pe: pe.T @ pe, "dot products of columns"),
+        (
+            lambda pe: torch.nn.functional.normalize(pe, dim=-1) @ torch.nn.functional.normalize(pe, dim=-1).T,
+            "cosine similarities",
+        ),
+        (lambda pe: torch.cdist(pe, pe), "distances instead of dot products"),
+    ],
+)
 def test_wrong_similarities_are_named(candidate, words, fails):
     """Do columns instead of rows, cosines and distances fail with their names?"""
     fails(check_pe_similarity, candidate, said=words)
@@ -202,27 +236,34 @@ def test_similarity_stub_raises_not_implemented(fails):
 
 # ----------------------------------------------------------------------------- add_positions
 
+
 def test_reference_add_positions_passes():
     """Does the reference pass, for several seeds?"""
     for seed in (0, 1, 2):
         check_add_positions(as_student(reference.add_positions), seed=seed)
 
 
-@pytest.mark.parametrize("candidate", [
-    lambda x, pe: pe[: x.size(1)].unsqueeze(0) + x * x.size(-1) ** 0.5,
-    lambda x, pe: torch.addcmul(pe[: x.shape[1]], x, torch.tensor(math.sqrt(x.shape[2]), dtype=x.dtype)),
-])
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        lambda x, pe: pe[: x.size(1)].unsqueeze(0) + x * x.size(-1) ** 0.5,
+        lambda x, pe: torch.addcmul(pe[: x.shape[1]], x, torch.tensor(math.sqrt(x.shape[2]), dtype=x.dtype)),
+    ],
+)
 def test_valid_add_positions_pass(candidate):
     """Do an unsqueeze version and an addcmul version pass?"""
     check_add_positions(candidate, seed=4)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda x, pe: x + pe[: x.size(1)], "not multiplied by sqrt(D)"),
-    (lambda x, pe: x / math.sqrt(x.size(-1)) + pe[: x.size(1)], "divided by sqrt(D)"),
-    (lambda x, pe: (x + pe[: x.size(1)]) * math.sqrt(x.size(-1)), "the encoding must not be scaled"),
-    (lambda x, pe: x * x.size(-1) + pe[: x.size(1)], "multiplied by D instead of sqrt(D)"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda x, pe: x + pe[: x.size(1)], "not multiplied by sqrt(D)"),
+        (lambda x, pe: x / math.sqrt(x.size(-1)) + pe[: x.size(1)], "divided by sqrt(D)"),
+        (lambda x, pe: (x + pe[: x.size(1)]) * math.sqrt(x.size(-1)), "the encoding must not be scaled"),
+        (lambda x, pe: x * x.size(-1) + pe[: x.size(1)], "multiplied by D instead of sqrt(D)"),
+    ],
+)
 def test_wrong_add_positions_are_named(candidate, words, fails):
     """Do a missing, an inverted and a misplaced sqrt(D) fail with their names?"""
     fails(check_add_positions, candidate, said=words)
@@ -241,6 +282,9 @@ def test_add_positions_stub_raises_not_implemented(fails):
 def test_encoding_in_float64_is_told_the_dtype_and_why(fails):
     """Is a float64 table told that float32 is expected and why (there is no input tensor
     whose dtype it could keep)?"""
-    message = fails(check_sinusoidal_encoding, lambda length, d: encoding_float32(length, d).double(),
-                    said=["dtype torch.float32", "no input tensor"])
+    message = fails(
+        check_sinusoidal_encoding,
+        lambda length, d: encoding_float32(length, d).double(),
+        said=["dtype torch.float32", "no input tensor"],
+    )
     assert "keep the dtype of the inputs" not in message

@@ -36,6 +36,7 @@ def fresh_copy(obj):
 
 # ----------------------------------------------------------------------------- layer_norm
 
+
 def ln_var_mean(x, weight, bias, eps=1e-5):
     var, mean = torch.var_mean(x, dim=-1, keepdim=True, unbiased=False)
     return (x - mean) * torch.rsqrt(var + eps) * weight + bias
@@ -97,33 +98,42 @@ def test_layer_norm_right_answers_pass(candidate):
         check_layer_norm(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (ln_unbiased, ["unbiased variance"]),
-    (ln_eps_outside, ["eps outside the square root"]),
-    (ln_batch_stats, ["BatchNorm"]),
-    (ln_no_eps, ["eps left out", "NaN"]),
-    (ln_no_centring, ["the mean is not subtracted"]),
-    (ln_over_variance, ["divided by the variance"]),
-    (ln_no_affine, ["weight and bias not applied"]),
-    (ln_affine_swapped, ["weight and bias swapped"]),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (ln_unbiased, ["unbiased variance"]),
+        (ln_eps_outside, ["eps outside the square root"]),
+        (ln_batch_stats, ["BatchNorm"]),
+        (ln_no_eps, ["eps left out", "NaN"]),
+        (ln_no_centring, ["the mean is not subtracted"]),
+        (ln_over_variance, ["divided by the variance"]),
+        (ln_no_affine, ["weight and bias not applied"]),
+        (ln_affine_swapped, ["weight and bias swapped"]),
+    ],
+)
 def test_layer_norm_wrong_answers_named(candidate, words, fails):
     """Does each known mistake of layer_norm fail with a message that names it?"""
     fails(check_layer_norm, candidate, said=["check_layer_norm failed", *words])
 
 
-@pytest.mark.parametrize("shape, axis", [((2, 3, 8), 0), ((2, 3, 8), 1), ((4, 16), 0), ((2, 5, 8), 0),
-                                         ((2, 5, 8), 1), ((3, 4, 6), 0), ((3, 4, 6), 1)])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((2, 3, 8), 0), ((2, 3, 8), 1), ((4, 16), 0), ((2, 5, 8), 0), ((2, 5, 8), 1), ((3, 4, 6), 0), ((3, 4, 6), 1)],
+)
 def test_layer_norm_names_statistics_over_each_wrong_axis(shape, axis, fails):
     """Do a mean and variance over each axis but the last (right on the other inputs) fail, naming the
     axis used? (On a 2-D input, axis 0 is BatchNorm's statistics, named as such.)"""
+
     def layer_norm(x, weight, bias, eps=1e-5):
         dim = axis if tuple(x.shape) == shape else -1
         var, mean = torch.var_mean(x, dim=dim, keepdim=True, unbiased=False)
         return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
-    words = "statistics over the batch axis (BatchNorm)" if len(shape) == 2 else \
-        f"mean and variance over dim {axis} instead of over the last"
+    words = (
+        "statistics over the batch axis (BatchNorm)"
+        if len(shape) == 2
+        else f"mean and variance over dim {axis} instead of over the last"
+    )
     fails(check_layer_norm, layer_norm, mistake=words)
 
 
@@ -144,8 +154,10 @@ def test_layer_norm_forbids_group_norm_shortcut(fails):
 
 def test_layer_norm_forbids_reference(fails):
     """Is the reference's own layer_norm refused?"""
+
     def lazy(x, weight, bias, eps=1e-5):
         return reference_layer_norm(x, weight, bias, eps)
+
     fails(check_layer_norm, lazy, said="autograder.reference.norms.layer_norm", error=ForbiddenCall)
 
 
@@ -155,6 +167,7 @@ def test_layer_norm_stub_raises_not_implemented(fails):
 
 
 # ----------------------------------------------------------------------------- feed-forward
+
 
 def make_ffn(mode="right"):
     class PositionwiseFeedForward(nn.Module):
@@ -175,6 +188,7 @@ def make_ffn(mode="right"):
                 h = F.dropout(h, self.p, self.training)
             out = self.linear2(h)
             return F.relu(out) if mode == "relu_twice" else out
+
     return PositionwiseFeedForward
 
 
@@ -200,11 +214,14 @@ def test_ffn_right_answers_pass(candidate):
         check_positionwise_feed_forward(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("mode, words", [
-    ("no_relu", ["no ReLU between the two linear layers"]),
-    ("relu_twice", ["ReLU after the second linear layer as well"]),
-    ("no_dropout", [variants.FFN_DROPOUT_NOT_APPLIED]),
-])
+@pytest.mark.parametrize(
+    "mode, words",
+    [
+        ("no_relu", ["no ReLU between the two linear layers"]),
+        ("relu_twice", ["ReLU after the second linear layer as well"]),
+        ("no_dropout", [variants.FFN_DROPOUT_NOT_APPLIED]),
+    ],
+)
 def test_ffn_wrong_answers_named(mode, words, fails):
     """Does each known mistake of the FFN fail with a message that names it?"""
     fails(check_positionwise_feed_forward, make_ffn(mode), said=words)
@@ -222,6 +239,7 @@ def test_ffn_stub_raises_not_implemented(fails):
 
 # ----------------------------------------------------------------------------- layers, written independently
 
+
 def _stats_norm(norm, x, batch_stats):
     if not batch_stats:
         return norm(x)
@@ -233,6 +251,7 @@ def _stats_norm(norm, x, batch_stats):
 def _sublayer(x, fn, norm, pre, residual, batch_stats, dropout, drop="output"):
     """One sublayer written out; ``drop`` says where its dropout acts: "output" (right),
     "none", "after_residual", "functional" (right, by F.dropout)."""
+
     def out_of(h):
         if drop == "functional":
             return F.dropout(fn(h), dropout.p, dropout.training)
@@ -267,9 +286,16 @@ class EinsumAttention(nn.Module):
         return self.out_proj(torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, lq, d))
 
 
-def make_encoder_layer(residual="add", placement="right", batch_stats=False, ignore_mask=False,
-                       attention=reference.MultiHeadAttention, drop="output", attention_dropout=True,
-                       ffn_dropout=True):
+def make_encoder_layer(
+    residual="add",
+    placement="right",
+    batch_stats=False,
+    ignore_mask=False,
+    attention=reference.MultiHeadAttention,
+    drop="output",
+    attention_dropout=True,
+    ffn_dropout=True,
+):
     class EncoderLayer(nn.Module):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
             super().__init__()
@@ -282,14 +308,24 @@ def make_encoder_layer(residual="add", placement="right", batch_stats=False, ign
         def forward(self, x, src_mask=None):
             pre = {"right": self.norm_first, "always_post": False, "always_pre": True}[placement]
             mask = None if ignore_mask else src_mask
-            x = _sublayer(x, lambda h: self.self_attn(h, h, h, mask), self.norm1, pre, residual, batch_stats,
-                          self.dropout, drop)
+            x = _sublayer(
+                x, lambda h: self.self_attn(h, h, h, mask), self.norm1, pre, residual, batch_stats, self.dropout, drop
+            )
             return _sublayer(x, self.ff, self.norm2, pre, residual, batch_stats, self.dropout, drop)
+
     return EncoderLayer
 
 
-def make_decoder_layer(residual="add", cross="right", ignore_tgt_mask=False, ignore_memory_mask=False,
-                       memory_in_last_residual=False, drop="output", cross_dropout=True, cross_output_dropout=True):
+def make_decoder_layer(
+    residual="add",
+    cross="right",
+    ignore_tgt_mask=False,
+    ignore_memory_mask=False,
+    memory_in_last_residual=False,
+    drop="output",
+    cross_dropout=True,
+    cross_output_dropout=True,
+):
     class DecoderLayer(nn.Module):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
             super().__init__()
@@ -312,21 +348,32 @@ def make_decoder_layer(residual="add", cross="right", ignore_tgt_mask=False, ign
                     return self.cross_attn(memory, memory, h, mm)
                 return self.cross_attn(h, memory, memory, mm)
 
-            y = _sublayer(y, lambda h: self.self_attn(h, h, h, tm), self.norm1, pre, residual, False, self.dropout1,
-                          drop)
-            y = _sublayer(y, cross_block, self.norm2, pre, residual, False, self.dropout2,
-                          drop if cross_output_dropout else "none")
+            y = _sublayer(
+                y, lambda h: self.self_attn(h, h, h, tm), self.norm1, pre, residual, False, self.dropout1, drop
+            )
+            y = _sublayer(
+                y,
+                cross_block,
+                self.norm2,
+                pre,
+                residual,
+                False,
+                self.dropout2,
+                drop if cross_output_dropout else "none",
+            )
             if memory_in_last_residual:
                 return self.norm3(memory + self.ff(y))
             return _sublayer(y, self.ff, self.norm3, pre, residual, False, self.dropout3, drop)
+
     return DecoderLayer
 
 
 class EncoderFromTorch(nn.Module):
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
         super().__init__()
-        self.inner = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout, batch_first=True,
-                                                norm_first=norm_first)
+        self.inner = nn.TransformerEncoderLayer(
+            d_model, num_heads, d_ff, dropout, batch_first=True, norm_first=norm_first
+        )
 
     def forward(self, x, src_mask=None):
         return self.inner(x)
@@ -349,9 +396,16 @@ class EncoderStub(nn.Module):
 
 # ----------------------------------------------------------------------------- encoder layer
 
-@pytest.mark.parametrize("candidate", [fresh_copy(reference.EncoderLayer), make_encoder_layer(),
-                                       make_encoder_layer(attention=EinsumAttention),
-                                       make_encoder_layer(drop="functional")])
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        fresh_copy(reference.EncoderLayer),
+        make_encoder_layer(),
+        make_encoder_layer(attention=EinsumAttention),
+        make_encoder_layer(drop="functional"),
+    ],
+)
 def test_encoder_layer_right_answers_pass(candidate):
     """Do the reference, an independent version built on nn.LayerNorm (one nn.Dropout for both
     sublayers), one with einsum attention of its own and one with F.dropout pass, both norm
@@ -360,14 +414,17 @@ def test_encoder_layer_right_answers_pass(candidate):
         check_encoder_layer(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"residual": "none"}, ["residual connection is missing"]),
-    ({"residual": "after_norm"}, ["residual is added after the norm"]),
-    ({"placement": "always_post"}, ["post-norm computed although norm_first=True"]),
-    ({"placement": "always_pre"}, ["pre-norm computed although norm_first=False"]),
-    ({"batch_stats": True}, ["BatchNorm"]),
-    ({"ignore_mask": True}, ["padding mask (src_mask) is ignored"]),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"residual": "none"}, ["residual connection is missing"]),
+        ({"residual": "after_norm"}, ["residual is added after the norm"]),
+        ({"placement": "always_post"}, ["post-norm computed although norm_first=True"]),
+        ({"placement": "always_pre"}, ["pre-norm computed although norm_first=False"]),
+        ({"batch_stats": True}, ["BatchNorm"]),
+        ({"ignore_mask": True}, ["padding mask (src_mask) is ignored"]),
+    ],
+)
 def test_encoder_layer_wrong_answers_named(kwargs, words, fails):
     """Does each known mistake of the encoder layer fail with a message that names it?"""
     fails(check_encoder_layer, make_encoder_layer(**kwargs), said=["check_encoder_layer failed", *words])
@@ -385,6 +442,7 @@ def test_encoder_layer_stub_raises_not_implemented(fails):
 
 # ----------------------------------------------------------------------------- decoder layer
 
+
 @pytest.mark.parametrize("candidate", [fresh_copy(reference.DecoderLayer), make_decoder_layer()])
 def test_decoder_layer_right_answers_pass(candidate):
     """Do the reference and an independent version built on nn.LayerNorm pass, both norm placements?"""
@@ -392,14 +450,17 @@ def test_decoder_layer_right_answers_pass(candidate):
         check_decoder_layer(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"cross": "kv_from_decoder"}, ["keys and values from the decoder"]),
-    ({"cross": "memory_as_query"}, ["encoder output is the query of cross-attention"]),
-    ({"ignore_tgt_mask": True}, ["causal mask (tgt_mask) is ignored"]),
-    ({"ignore_memory_mask": True}, ["memory mask (memory_mask) is ignored"]),
-    ({"residual": "after_norm"}, ["residual is added after the norm"]),
-    ({"memory_in_last_residual": True}, ["last residual adds the encoder output"]),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"cross": "kv_from_decoder"}, ["keys and values from the decoder"]),
+        ({"cross": "memory_as_query"}, ["encoder output is the query of cross-attention"]),
+        ({"ignore_tgt_mask": True}, ["causal mask (tgt_mask) is ignored"]),
+        ({"ignore_memory_mask": True}, ["memory mask (memory_mask) is ignored"]),
+        ({"residual": "after_norm"}, ["residual is added after the norm"]),
+        ({"memory_in_last_residual": True}, ["last residual adds the encoder output"]),
+    ],
+)
 def test_decoder_layer_wrong_answers_named(kwargs, words, fails):
     """Does each known mistake of the decoder layer fail with a message that names it?"""
     fails(check_decoder_layer, make_decoder_layer(**kwargs), said=["check_decoder_layer failed", *words])
@@ -408,8 +469,9 @@ def test_decoder_layer_wrong_answers_named(kwargs, words, fails):
 class DecoderFromTorch(nn.Module):
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
         super().__init__()
-        self.inner = nn.TransformerDecoderLayer(d_model, num_heads, d_ff, dropout, batch_first=True,
-                                                norm_first=norm_first)
+        self.inner = nn.TransformerDecoderLayer(
+            d_model, num_heads, d_ff, dropout, batch_first=True, norm_first=norm_first
+        )
 
     def forward(self, y, memory, tgt_mask=None, memory_mask=None):
         return self.inner(y, memory)
@@ -427,6 +489,7 @@ def test_decoder_layer_forbids_reference_layer(fails):
 
 # ----------------------------------------------------------------------------- the oracle helpers
 
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_torch_layer_like_matches_reference(norm_first):
     """Does PyTorch's decoder layer, with our weights packed in and our masks inverted, give
@@ -437,8 +500,9 @@ def test_torch_layer_like_matches_reference(norm_first):
     tgt_mask = reference.causal_mask(4)
     memory_mask = (torch.arange(6) < torch.tensor([6, 3])[:, None])[:, None, None, :]
     expected = ref(y, memory, tgt_mask, memory_mask)
-    found = torch_layer_like(ref)(y, memory, tgt_mask=torch_attn_mask(tgt_mask, 2, 2, 4, 4),
-                                  memory_mask=torch_attn_mask(memory_mask, 2, 2, 4, 6))
+    found = torch_layer_like(ref)(
+        y, memory, tgt_mask=torch_attn_mask(tgt_mask, 2, 2, 4, 4), memory_mask=torch_attn_mask(memory_mask, 2, 2, 4, 6)
+    )
     torch.testing.assert_close(found, expected, atol=1e-5, rtol=1e-4)
 
 
@@ -476,25 +540,31 @@ def test_decoder_layer_cross_attention_without_a_mask_is_named(cross, fails):
     fails(check_decoder_layer, make_decoder_layer(cross=cross, ignore_memory_mask=True), mistake="no mask")
 
 
-@pytest.mark.parametrize("kwargs, mistake", [
-    (dict(drop="none", attention_dropout=False, ffn_dropout=False), variants.NO_DROPOUT),
-    (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
-    (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
-    (dict(attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
-    (dict(ffn_dropout=False), variants.NO_FFN_DROPOUT),
-    (dict(attention=EinsumAttention, attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
-])
+@pytest.mark.parametrize(
+    "kwargs, mistake",
+    [
+        (dict(drop="none", attention_dropout=False, ffn_dropout=False), variants.NO_DROPOUT),
+        (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
+        (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
+        (dict(attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
+        (dict(ffn_dropout=False), variants.NO_FFN_DROPOUT),
+        (dict(attention=EinsumAttention, attention_dropout=False), variants.NO_ATTENTION_DROPOUT),
+    ],
+)
 def test_encoder_layer_missing_or_misplaced_dropout_is_named(kwargs, mistake, fails):
     """Does an encoder layer right in eval mode but with its dropout missing or in the wrong
     place fail in training mode, naming where?"""
     fails(check_encoder_layer, make_encoder_layer(**kwargs), mistake=mistake, said="training mode")
 
 
-@pytest.mark.parametrize("kwargs, mistake", [
-    (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
-    (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
-    (dict(cross_dropout=False), variants.NO_CROSS_ATTENTION_DROPOUT),
-])
+@pytest.mark.parametrize(
+    "kwargs, mistake",
+    [
+        (dict(drop="none"), variants.NO_SUBLAYER_DROPOUT),
+        (dict(drop="after_residual"), variants.DROPOUT_AFTER_RESIDUAL),
+        (dict(cross_dropout=False), variants.NO_CROSS_ATTENTION_DROPOUT),
+    ],
+)
 def test_decoder_layer_missing_or_misplaced_dropout_is_named(kwargs, mistake, fails):
     """Does a decoder layer whose dropout is missing or misplaced fail in training mode, naming it?"""
     fails(check_decoder_layer, make_decoder_layer(**kwargs), mistake=mistake, said="training mode")
@@ -503,12 +573,16 @@ def test_decoder_layer_missing_or_misplaced_dropout_is_named(kwargs, mistake, fa
 def test_decoder_layer_dropout_missing_on_one_sublayer_says_where(fails):
     """Is a decoder layer that skips dropout on the cross-attention output only told where
     its dropout acted and where it should have?"""
-    fails(check_decoder_layer, make_decoder_layer(cross_output_dropout=False),
-          said=["the sublayer outputs (2x)", "expected:", "the sublayer outputs (3x)"])
+    fails(
+        check_decoder_layer,
+        make_decoder_layer(cross_output_dropout=False),
+        said=["the sublayer outputs (2x)", "expected:", "the sublayer outputs (3x)"],
+    )
 
 
 def test_ffn_dropout_at_the_output_is_named(fails):
     """Is an FFN that drops its output instead of its hidden units named?"""
+
     class FfnDropsOutput(nn.Module):
         def __init__(self, d_model, d_ff, dropout=0.0):
             super().__init__()

@@ -23,6 +23,7 @@ from autograder.checks.ch08_training import check_label_smoothed_loss, check_noa
 
 # ----------------------------------------------------------------------------- Embeddings
 
+
 class Embeddings(nn.Module):
     def __init__(self, vocab_size, d_model):
         super().__init__()
@@ -102,13 +103,16 @@ def test_embeddings_right_answers_pass(candidate):
         check_embeddings(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate,words", [
-    (EmbeddingsUnscaled, "not scaled by sqrt(d_model)"),
-    (EmbeddingsDivided, "divided by sqrt(d_model)"),
-    (EmbeddingsWithPositions, "positional encodings added inside Embeddings"),
-    (EmbeddingsOtherName, "missing ['embedding.weight']"),
-    (EmbeddingsScaleParameter, "unexpected ['scale']"),
-])
+@pytest.mark.parametrize(
+    "candidate,words",
+    [
+        (EmbeddingsUnscaled, "not scaled by sqrt(d_model)"),
+        (EmbeddingsDivided, "divided by sqrt(d_model)"),
+        (EmbeddingsWithPositions, "positional encodings added inside Embeddings"),
+        (EmbeddingsOtherName, "missing ['embedding.weight']"),
+        (EmbeddingsScaleParameter, "unexpected ['scale']"),
+    ],
+)
 def test_embeddings_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the embedding fail with a message naming it?"""
     fails(check_embeddings, candidate, said=words)
@@ -121,6 +125,7 @@ def test_embeddings_reusing_the_reference_is_forbidden(fails):
 
 # ----------------------------------------------------------------------------- EncoderDecoder
 
+
 class EncoderDecoder(nn.Module):
     stack_dropout = True
 
@@ -131,8 +136,14 @@ class EncoderDecoder(nn.Module):
         self.tgt_embed = Embeddings(c.tgt_vocab_size, c.d_model)
         self.register_buffer("pe", reference.sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
-        stack = dict(num_layers=c.num_layers, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff,
-                     dropout=c.dropout if self.stack_dropout else 0.0, norm_first=c.norm_first)
+        stack = dict(
+            num_layers=c.num_layers,
+            d_model=c.d_model,
+            num_heads=c.num_heads,
+            d_ff=c.d_ff,
+            dropout=c.dropout if self.stack_dropout else 0.0,
+            norm_first=c.norm_first,
+        )
         self.encoder = reference.Encoder(**stack)
         self.decoder = reference.Decoder(**stack)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
@@ -238,8 +249,9 @@ class EncoderDecoderFunctionalDropout(EncoderDecoder):
         return F.dropout(x + self.pe[: tokens.size(1)].to(x.dtype), self.config.dropout, self.training)
 
 
-@pytest.mark.parametrize("candidate", [EncoderDecoder, EncoderDecoderNoBuffer, EncoderDecoderFunctionalDropout,
-                                       EncoderDecoderBuffers])
+@pytest.mark.parametrize(
+    "candidate", [EncoderDecoder, EncoderDecoderNoBuffer, EncoderDecoderFunctionalDropout, EncoderDecoderBuffers]
+)
 def test_encoder_decoder_right_answers_pass(candidate):
     """Do four assemblies (a positional buffer, positions on the fly, F.dropout, persistent buffers
     in the embeddings and for the positions) pass for two seeds, in eval and in training mode?"""
@@ -247,12 +259,15 @@ def test_encoder_decoder_right_answers_pass(candidate):
         check_encoder_decoder(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate,words", [
-    (EncoderDecoderUnscaled, "embeddings not scaled by sqrt(d_model)"),
-    (EncoderDecoderNoCausal, "no causal mask"),
-    (EncoderDecoderNoCrossMask, "source padding mask not used in cross-attention"),
-    (EncoderDecoderUntied, "config.tie_embeddings ignored"),
-])
+@pytest.mark.parametrize(
+    "candidate,words",
+    [
+        (EncoderDecoderUnscaled, "embeddings not scaled by sqrt(d_model)"),
+        (EncoderDecoderNoCausal, "no causal mask"),
+        (EncoderDecoderNoCrossMask, "source padding mask not used in cross-attention"),
+        (EncoderDecoderUntied, "config.tie_embeddings ignored"),
+    ],
+)
 def test_encoder_decoder_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the assembly fail with a message naming it?"""
     fails(check_encoder_decoder, candidate, said=words)
@@ -264,6 +279,7 @@ def test_encoder_decoder_subclassing_the_reference_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- label smoothing
+
 
 def loss_scatter(logits, target, smoothing, pad_id):
     logp = F.log_softmax(logits.float(), dim=-1)
@@ -345,14 +361,17 @@ def test_loss_right_answers_pass(candidate):
         check_label_smoothed_loss(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate,words", [
-    (loss_counts_padding, "padding counted in the mean"),
-    (loss_mass_to_pad, "smoothing mass given to the padding token"),
-    (loss_v_minus_1, "smoothing / (V - 1) instead of smoothing / (V - 2)"),
-    (loss_naive_kl, "log of zero"),
-    (loss_log_of_softmax, "log of zero"),
-    (loss_detached, "detached from the graph"),
-])
+@pytest.mark.parametrize(
+    "candidate,words",
+    [
+        (loss_counts_padding, "padding counted in the mean"),
+        (loss_mass_to_pad, "smoothing mass given to the padding token"),
+        (loss_v_minus_1, "smoothing / (V - 1) instead of smoothing / (V - 2)"),
+        (loss_naive_kl, "log of zero"),
+        (loss_log_of_softmax, "log of zero"),
+        (loss_detached, "detached from the graph"),
+    ],
+)
 def test_loss_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the smoothed loss fail with a message naming it?"""
     fails(check_label_smoothed_loss, candidate, said=words)
@@ -361,6 +380,7 @@ def test_loss_wrong_answers_fail_by_name(candidate, words, fails):
 @pytest.mark.parametrize("axis", [0, 1])
 def test_loss_log_softmax_over_each_wrong_axis_is_named(axis, fails):
     """Does a log_softmax over the batch or the positions of the logits (B, T, V) fail, naming the axis?"""
+
     def loss(logits, target, smoothing, pad_id):
         logp = F.log_softmax(logits.float(), dim=axis)
         q = torch.full_like(logp, smoothing / (logits.size(-1) - 2))
@@ -379,6 +399,7 @@ def test_loss_with_pytorch_cross_entropy_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- Noam schedule
+
 
 def noam_min(step, d_model, warmup):
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
@@ -417,13 +438,16 @@ def test_noam_right_answers_pass(candidate):
         check_noam_lr(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate,words", [
-    (noam_from_zero, "steps counted from 0"),
-    (noam_late_peak, "warmup off by one (the peak at warmup + 1)"),
-    (noam_no_d_model, "missing the d_model ** -0.5 factor"),
-    (noam_wrong_warmup_power, "warmup ** -0.5 instead of warmup ** -1.5"),
-    (noam_tensor_list, "a float"),
-])
+@pytest.mark.parametrize(
+    "candidate,words",
+    [
+        (noam_from_zero, "steps counted from 0"),
+        (noam_late_peak, "warmup off by one (the peak at warmup + 1)"),
+        (noam_no_d_model, "missing the d_model ** -0.5 factor"),
+        (noam_wrong_warmup_power, "warmup ** -0.5 instead of warmup ** -1.5"),
+        (noam_tensor_list, "a float"),
+    ],
+)
 def test_noam_wrong_answers_fail_by_name(candidate, words, fails):
     """Does each known mistake of the schedule fail with a message naming it?"""
     fails(check_noam_lr, candidate, said=words)
@@ -435,6 +459,7 @@ def test_noam_reference_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- greedy decoding
+
 
 def _make_decoder(per_row=True, stop_all=True, bos=True, extra_steps=0, use_eval=True):
     @torch.no_grad()
@@ -453,6 +478,7 @@ def _make_decoder(per_row=True, stop_all=True, bos=True, extra_steps=0, use_eval
             if stop_all and bool(done.all()):
                 break
         return ys if bos else ys[:, 1:]
+
     return greedy_decode
 
 
@@ -479,14 +505,17 @@ def test_greedy_right_answers_pass(candidate):
         check_greedy_decode(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(per_row=False), "rows not stopped per sequence"),
-    (dict(stop_all=False), "does not stop once every row has produced EOS"),
-    (dict(bos=False), "does not start with BOS"),
-    (dict(extra_steps=1), "off by one: max_len + 1"),
-    (dict(extra_steps=-1), "off by one: max_len - 1"),
-    (dict(use_eval=False), "training mode"),
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(per_row=False), "rows not stopped per sequence"),
+        (dict(stop_all=False), "does not stop once every row has produced EOS"),
+        (dict(bos=False), "does not start with BOS"),
+        (dict(extra_steps=1), "off by one: max_len + 1"),
+        (dict(extra_steps=-1), "off by one: max_len - 1"),
+        (dict(use_eval=False), "training mode"),
+    ],
+)
 def test_greedy_wrong_answers_fail_by_name(flags, words, fails):
     """Does each known mistake of greedy decoding fail with a message naming it?"""
     fails(check_greedy_decode, _make_decoder(**flags), said=words)
@@ -499,6 +528,7 @@ def test_greedy_reference_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- train_step
+
 
 def _make_step(shift=True, count_pad=False, zero=True, sched=True, clip=True, as_tensor=False):
     def train_step(model, src, tgt, optimizer, scheduler, smoothing, pad_id):
@@ -514,6 +544,7 @@ def _make_step(shift=True, count_pad=False, zero=True, sched=True, clip=True, as
         if sched:
             scheduler.step()
         return loss.detach() if as_tensor else loss.item()
+
     return train_step
 
 
@@ -535,6 +566,7 @@ def step_zero_grad_last(model, src, tgt, optimizer, scheduler, smoothing, pad_id
 
 def step_reference(model, src, tgt, optimizer, scheduler, smoothing, pad_id):
     from autograder.reference.train import train_step
+
     return train_step(model, src, tgt, optimizer, scheduler, smoothing, pad_id)
 
 
@@ -545,14 +577,17 @@ def test_train_step_right_answers_pass(candidate):
         check_train_step(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(shift=False), "no teacher-forcing shift"),
-    (dict(count_pad=True), "padding counted in the loss"),
-    (dict(zero=False), "zero_grad() not called"),
-    (dict(sched=False), "scheduler.step() not called"),
-    (dict(clip=False), "not clipped"),
-    (dict(as_tensor=True), "a Python float"),
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(shift=False), "no teacher-forcing shift"),
+        (dict(count_pad=True), "padding counted in the loss"),
+        (dict(zero=False), "zero_grad() not called"),
+        (dict(sched=False), "scheduler.step() not called"),
+        (dict(clip=False), "not clipped"),
+        (dict(as_tensor=True), "a Python float"),
+    ],
+)
 def test_train_step_wrong_answers_fail_by_name(flags, words, fails):
     """Does each known mistake of the training step fail with a message naming it?"""
     fails(check_train_step, _make_step(**flags), said=words)
@@ -565,6 +600,7 @@ def test_train_step_reference_is_forbidden(fails):
 
 # ----------------------------------------------------------------------------- stubs
 
+
 def _stub(*args, **kwargs):
     raise NotImplementedError()
 
@@ -575,10 +611,17 @@ class _StubModule(nn.Module):
         raise NotImplementedError()
 
 
-@pytest.mark.parametrize("check,stub", [
-    (check_embeddings, _StubModule), (check_encoder_decoder, _StubModule), (check_label_smoothed_loss, _stub),
-    (check_noam_lr, _stub), (check_greedy_decode, _stub), (check_train_step, _stub),
-])
+@pytest.mark.parametrize(
+    "check,stub",
+    [
+        (check_embeddings, _StubModule),
+        (check_encoder_decoder, _StubModule),
+        (check_label_smoothed_loss, _stub),
+        (check_noam_lr, _stub),
+        (check_greedy_decode, _stub),
+        (check_train_step, _stub),
+    ],
+)
 def test_untouched_stubs_raise_not_implemented(check, stub, fails):
     """Does an untouched stub reach nbgrader as NotImplementedError, not as a check failure?"""
     fails(check, stub, error=NotImplementedError)
@@ -604,11 +647,14 @@ def test_loss_whose_backward_raises_fails_the_check(fails):
     fails(check_label_smoothed_loss, loss_broken_backward, said="my backward is broken")
 
 
-@pytest.mark.parametrize("candidate, mistake", [
-    (EncoderDecoderNoEmbeddingDropout, NO_EMBEDDING_DROPOUT),
-    (EncoderDecoderDropoutBeforePositions, DROPOUT_BEFORE_POSITIONS),
-    (EncoderDecoderStacksWithoutDropout, STACKS_WITHOUT_DROPOUT),
-])
+@pytest.mark.parametrize(
+    "candidate, mistake",
+    [
+        (EncoderDecoderNoEmbeddingDropout, NO_EMBEDDING_DROPOUT),
+        (EncoderDecoderDropoutBeforePositions, DROPOUT_BEFORE_POSITIONS),
+        (EncoderDecoderStacksWithoutDropout, STACKS_WITHOUT_DROPOUT),
+    ],
+)
 def test_encoder_decoder_missing_or_misplaced_dropout_is_named(candidate, mistake, fails):
     """Does a model right in eval mode but whose dropout is missing or misplaced fail in
     training mode, naming where?"""

@@ -11,8 +11,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from mistake_ids import note
-from student_copies import as_student
 from torch import nn
 
 from autograder import reference
@@ -20,6 +18,8 @@ from autograder.checks import CheckFailed, ForbiddenCall, variants
 from autograder.checks.ch09_beam_search import check_beam_search
 from autograder.checks.ch09_generation import check_decoder_only, check_filter_logits, check_next_token_loss
 from autograder.reference import decode, families, generate
+from tests.checks.mistake_ids import note
+from tests.checks.student_copies import as_student
 
 
 def _fails_naming(check, candidate, *words):
@@ -37,9 +37,19 @@ def _fails_naming(check, candidate, *words):
 
 # ----------------------------------------------------------------------------- beam search
 
-def _make_beam(normalise="gnmt", freeze=True, tile=False, raw=False, zero_start=False, use_eval=True,
-               after_eos="pad", full_width=False):
+
+def _make_beam(
+    normalise="gnmt",
+    freeze=True,
+    tile=False,
+    raw=False,
+    zero_start=False,
+    use_eval=True,
+    after_eos="pad",
+    full_width=False,
+):
     """A batched beam search written as a student might; each flag makes one known mistake."""
+
     @torch.no_grad()
     def beam_search(model, src, beam_size, max_len, bos_id, eos_id, pad_id, alpha=0.6):
         if use_eval:
@@ -85,6 +95,7 @@ def _make_beam(normalise="gnmt", freeze=True, tile=False, raw=False, zero_start=
             return best
         width = 1 + int(length.view(n, k).gather(1, final.argmax(1, keepdim=True)).max())
         return best[:, :width]
+
     return beam_search
 
 
@@ -94,15 +105,18 @@ def beam_rows(model, src, beam_size, max_len, bos_id, eos_id, pad_id, alpha=0.6)
     outs = []
     with torch.no_grad():
         for b in range(src.size(0)):
-            memory, mask = model.encode(src[b: b + 1])
+            memory, mask = model.encode(src[b : b + 1])
             beams = [([bos_id], 0.0, False)]
             for _ in range(max_len):
                 if all(done for _, _, done in beams):
                     break
                 alive = [beam for beam in beams if not beam[2]]
                 ys = torch.tensor([seq for seq, _, _ in alive])
-                logp = model.decode(ys, memory.expand(len(alive), -1, -1),
-                                    mask.expand(len(alive), -1, -1, -1))[:, -1].double().log_softmax(-1)
+                logp = (
+                    model.decode(ys, memory.expand(len(alive), -1, -1), mask.expand(len(alive), -1, -1, -1))[:, -1]
+                    .double()
+                    .log_softmax(-1)
+                )
                 candidates = [(seq + [pad_id], s, True) for seq, s, done in beams if done]
                 for (seq, s, _), row in zip(alive, logp.tolist(), strict=True):
                     candidates += [(seq + [tok], s + lp, tok == eos_id) for tok, lp in enumerate(row)]
@@ -112,13 +126,15 @@ def beam_rows(model, src, beam_size, max_len, bos_id, eos_id, pad_id, alpha=0.6)
                 seq = beam[0][1:]
                 n = seq.index(eos_id) + 1 if eos_id in seq else len(seq)
                 return beam[1] / ((5 + n) / 6) ** alpha
+
             outs.append(max(beams, key=normalised)[0])
     width = max(len(o) for o in outs)
     return torch.tensor([o + [pad_id] * (width - len(o)) for o in outs])
 
 
-@pytest.mark.parametrize("candidate", [_make_beam(), _make_beam(full_width=True), beam_rows,
-                                       as_student(generate.beam_search)])
+@pytest.mark.parametrize(
+    "candidate", [_make_beam(), _make_beam(full_width=True), beam_rows, as_student(generate.beam_search)]
+)
 def test_beam_right_answers_pass(candidate):
     """Do a batched search, one that returns every step's column, a row-by-row search in Python
     lists, and the reference's own code pass for two seeds?"""
@@ -126,16 +142,19 @@ def test_beam_right_answers_pass(candidate):
         check_beam_search(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(normalise="none"), "not length-normalised"),
-    (dict(normalise="length"), "divided by the length"),
-    (dict(freeze=False), "finished beams still extended"),
-    (dict(tile=True), "beams of different source rows mixed"),
-    (dict(raw=True), "raw logits"),
-    (dict(zero_start=True), "start with score 0"),
-    (dict(after_eos="eos"), "not replaced by pad_id"),
-    (dict(use_eval=False), "training mode"),
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(normalise="none"), "not length-normalised"),
+        (dict(normalise="length"), "divided by the length"),
+        (dict(freeze=False), "finished beams still extended"),
+        (dict(tile=True), "beams of different source rows mixed"),
+        (dict(raw=True), "raw logits"),
+        (dict(zero_start=True), "start with score 0"),
+        (dict(after_eos="eos"), "not replaced by pad_id"),
+        (dict(use_eval=False), "training mode"),
+    ],
+)
 def test_beam_wrong_answers_fail_by_name(flags, words):
     """Does each known mistake of beam search fail with a message naming it?"""
     _fails_naming(check_beam_search, _make_beam(**flags), words)
@@ -147,6 +166,7 @@ def test_beam_of_one_must_be_greedy():
 
     def no_single_beam(model, src, beam_size, *args):
         return right(model, src, max(beam_size, 2), *args)
+
     _fails_naming(check_beam_search, no_single_beam, "with beam_size=1, beam search is greedy decoding")
 
 
@@ -158,14 +178,21 @@ def test_beam_reference_is_forbidden():
     with pytest.raises(ForbiddenCall):
         check_beam_search(generate.beam_search)
     with pytest.raises(ForbiddenCall):
-        check_beam_search(lambda m, s, k, *rest: reference.greedy_decode(m, s, *rest[:4]) if k == 1 else
-                          _make_beam()(m, s, k, *rest))
+        check_beam_search(
+            lambda m, s, k, *rest: reference.greedy_decode(m, s, *rest[:4]) if k == 1 else _make_beam()(m, s, k, *rest)
+        )
     with pytest.raises(ForbiddenCall):
-        check_beam_search(lambda m, s, k, n, b, e, p, a: decode.decode_loop(m, s, n, b, e, p, lambda x: x.argmax(-1))
-                          if k == 1 else _make_beam()(m, s, k, n, b, e, p, a))
+        check_beam_search(
+            lambda m, s, k, n, b, e, p, a: (
+                decode.decode_loop(m, s, n, b, e, p, lambda x: x.argmax(-1))
+                if k == 1
+                else _make_beam()(m, s, k, n, b, e, p, a)
+            )
+        )
 
 
 # ----------------------------------------------------------------------------- filter_logits
+
 
 def _make_filter(exclusive=False, unsorted=False, k_shift=0, fill=-math.inf, probs=False, before_k=False):
     def filter_logits(logits, top_k=None, top_p=None):
@@ -181,6 +208,7 @@ def _make_filter(exclusive=False, unsorted=False, k_shift=0, fill=-math.inf, pro
             drop = drop_sorted if unsorted else drop_sorted.scatter(-1, order, drop_sorted)
             out = out.masked_fill(drop, fill)
         return out.softmax(-1) if probs else out
+
     return filter_logits
 
 
@@ -205,15 +233,18 @@ def test_filter_right_answers_pass(candidate):
         check_filter_logits(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(exclusive=True), "stops before the token that crosses top_p"),
-    (dict(unsorted=True), "left in sorted order"),
-    (dict(k_shift=-1), "top_k - 1 tokens kept"),
-    (dict(k_shift=1), "top_k + 1 tokens kept"),
-    (dict(fill=0.0), "set to 0 instead of -inf"),
-    (dict(probs=True), "probabilities returned"),
-    (dict(before_k=True), "before top-k"),
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(exclusive=True), "stops before the token that crosses top_p"),
+        (dict(unsorted=True), "left in sorted order"),
+        (dict(k_shift=-1), "top_k - 1 tokens kept"),
+        (dict(k_shift=1), "top_k + 1 tokens kept"),
+        (dict(fill=0.0), "set to 0 instead of -inf"),
+        (dict(probs=True), "probabilities returned"),
+        (dict(before_k=True), "before top-k"),
+    ],
+)
 def test_filter_wrong_answers_fail_by_name(flags, words):
     """Does each known mistake of top-k / top-p filtering fail with a message naming it?"""
     _fails_naming(check_filter_logits, _make_filter(**flags), words)
@@ -221,17 +252,24 @@ def test_filter_wrong_answers_fail_by_name(flags, words):
 
 # ----------------------------------------------------------------------------- DecoderOnly
 
+
 def _make_lm(causal=True, pad=True, scale=True, tie=True, persistent_pe=False):
     class DecoderOnly(nn.Module):
         def __init__(self, config):
             super().__init__()
             self.config = config
             self.embed = reference.Embeddings(config.vocab_size, config.d_model)
-            self.register_buffer("pe", reference.sinusoidal_encoding(config.max_len, config.d_model),
-                                 persistent=persistent_pe)
-            self.blocks = reference.Encoder(num_layers=config.num_layers, d_model=config.d_model,
-                                            num_heads=config.num_heads, d_ff=config.d_ff, dropout=config.dropout,
-                                            norm_first=config.norm_first)
+            self.register_buffer(
+                "pe", reference.sinusoidal_encoding(config.max_len, config.d_model), persistent=persistent_pe
+            )
+            self.blocks = reference.Encoder(
+                num_layers=config.num_layers,
+                d_model=config.d_model,
+                num_heads=config.num_heads,
+                d_ff=config.d_ff,
+                dropout=config.dropout,
+                norm_first=config.norm_first,
+            )
             self.unembed = nn.Linear(config.d_model, config.vocab_size, bias=False)
             if config.tie_embeddings and tie:
                 self.unembed.weight = self.embed.embedding.weight
@@ -240,11 +278,15 @@ def _make_lm(causal=True, pad=True, scale=True, tie=True, persistent_pe=False):
             x = self.embed(tokens) if scale else self.embed.embedding(tokens)
             x = x + self.pe[: tokens.size(1)].to(x.dtype)
             length = tokens.size(1)
-            allowed = torch.ones(length, length, dtype=torch.bool).tril() if causal else torch.ones(length, length,
-                                                                                                   dtype=torch.bool)
+            allowed = (
+                torch.ones(length, length, dtype=torch.bool).tril()
+                if causal
+                else torch.ones(length, length, dtype=torch.bool)
+            )
             if pad:
                 allowed = allowed & (tokens != self.config.pad_id)[:, None, None, :]
             return self.unembed(self.blocks(x, allowed))
+
     return DecoderOnly
 
 
@@ -259,8 +301,11 @@ class DecoderOnlyOwnStack(nn.Module):
         self.embed.embedding = nn.Embedding(c.vocab_size, c.d_model)
         self.blocks = nn.Module()
         self.blocks.layers = nn.ModuleList(
-            reference.EncoderLayer(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
-                                   norm_first=c.norm_first) for _ in range(c.num_layers))
+            reference.EncoderLayer(
+                d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first
+            )
+            for _ in range(c.num_layers)
+        )
         if c.norm_first:
             self.blocks.norm = nn.LayerNorm(c.d_model)
         self.unembed = nn.Linear(c.d_model, c.vocab_size, bias=False)
@@ -298,12 +343,15 @@ def test_decoder_only_right_answers_pass(candidate):
         check_decoder_only(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(causal=False), "no causal mask"),
-    (dict(pad=False), "padding not masked"),
-    (dict(scale=False), "not scaled by sqrt(d_model)"),
-    (dict(tie=False), "tie_embeddings ignored"),
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(causal=False), "no causal mask"),
+        (dict(pad=False), "padding not masked"),
+        (dict(scale=False), "not scaled by sqrt(d_model)"),
+        (dict(tie=False), "tie_embeddings ignored"),
+    ],
+)
 def test_decoder_only_wrong_answers_fail_by_name(flags, words):
     """Does each known mistake of the decoder-only model fail with a message naming it?"""
     _fails_naming(check_decoder_only, _make_lm(**flags), words)
@@ -318,6 +366,7 @@ def test_decoder_only_reference_and_pytorch_stack_are_forbidden(candidate):
 
 
 # ----------------------------------------------------------------------------- next_token_loss
+
 
 def _make_loss(shift=1, reduce="mean", naive=False, axis=-1):
     def next_token_loss(logits, tokens, pad_id):
@@ -337,6 +386,7 @@ def _make_loss(shift=1, reduce="mean", naive=False, axis=-1):
         if reduce == "rows":
             return ((nll * keep).sum(1) / keep.sum(1).clamp(min=1))[keep.sum(1) > 0].mean()
         return (nll * keep).sum() / keep.sum()
+
     return next_token_loss
 
 
@@ -363,8 +413,9 @@ def loss_cross_entropy(logits, tokens, pad_id):
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten(), ignore_index=pad_id)
 
 
-@pytest.mark.parametrize("candidate", [_make_loss(), loss_logsumexp, loss_nll, loss_nll_module,
-                                       as_student(families.next_token_loss)])
+@pytest.mark.parametrize(
+    "candidate", [_make_loss(), loss_logsumexp, loss_nll, loss_nll_module, as_student(families.next_token_loss)]
+)
 def test_next_token_loss_right_answers_pass(candidate):
     """Do log_softmax + gather, logsumexp with one-hot picks, F.nll_loss or nn.NLLLoss on log_softmax,
     and the reference's code pass?"""
@@ -372,16 +423,19 @@ def test_next_token_loss_right_answers_pass(candidate):
         check_next_token_loss(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("flags,words", [
-    (dict(shift=0), "targets not shifted"),
-    (dict(shift=-1), "shifted the wrong way"),
-    (dict(reduce="numel"), "padding counted in the mean"),
-    (dict(reduce="sum"), "summed over tokens"),
-    (dict(reduce="rows"), "averaged per row, then over the rows"),
-    (dict(naive=True), "use log_softmax"),
-    (dict(axis=0), variants.LOG_SOFTMAX_OVER.format(0)),  # the batch axis of the logits (B, T - 1, V)
-    (dict(axis=1), variants.LOG_SOFTMAX_OVER.format(1)),  # the positions
-])
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (dict(shift=0), "targets not shifted"),
+        (dict(shift=-1), "shifted the wrong way"),
+        (dict(reduce="numel"), "padding counted in the mean"),
+        (dict(reduce="sum"), "summed over tokens"),
+        (dict(reduce="rows"), "averaged per row, then over the rows"),
+        (dict(naive=True), "use log_softmax"),
+        (dict(axis=0), variants.LOG_SOFTMAX_OVER.format(0)),  # the batch axis of the logits (B, T - 1, V)
+        (dict(axis=1), variants.LOG_SOFTMAX_OVER.format(1)),  # the positions
+    ],
+)
 def test_next_token_loss_wrong_answers_fail_by_name(flags, words):
     """Does each known mistake of the language-modelling loss fail with a message naming it?"""
     _fails_naming(check_next_token_loss, _make_loss(**flags), words)
@@ -396,6 +450,7 @@ def test_next_token_loss_with_cross_entropy_is_forbidden():
 
 # ----------------------------------------------------------------------------- stubs
 
+
 def _stub(*args, **kwargs):
     raise NotImplementedError()
 
@@ -406,10 +461,15 @@ class _StubModule(nn.Module):
         raise NotImplementedError()
 
 
-@pytest.mark.parametrize("check,stub", [
-    (check_beam_search, _stub), (check_filter_logits, _stub), (check_decoder_only, _StubModule),
-    (check_next_token_loss, _stub),
-])
+@pytest.mark.parametrize(
+    "check,stub",
+    [
+        (check_beam_search, _stub),
+        (check_filter_logits, _stub),
+        (check_decoder_only, _StubModule),
+        (check_next_token_loss, _stub),
+    ],
+)
 def test_untouched_stubs_raise_not_implemented(check, stub):
     """Does an untouched stub reach nbgrader as NotImplementedError, not as a check failure?"""
     with pytest.raises(NotImplementedError):

@@ -7,12 +7,12 @@ from collections import Counter
 from itertools import pairwise
 
 import pytest
-from student_copies import as_student
 
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch09_tokens import check_count_pairs, check_decode, check_encode, check_train_bpe
 from autograder.reference import bpe
 from autograder.reference.bpe import SPECIAL_TOKENS, pre_tokenize, split_words, to_byte_level, unicode_to_bytes
+from tests.checks.student_copies import as_student
 
 
 def _stub(*args, **kwargs):
@@ -27,6 +27,7 @@ def test_stubs_raise_not_implemented(check):
 
 
 # ----------------------------------------------------------------------------- count_pairs
+
 
 def pairs_with_counter(word_counts):
     """A Counter: each word's own pair counts, times the word's count."""
@@ -79,12 +80,15 @@ def pairs_as_strings(word_counts):
     return {a + b: n for (a, b), n in pairs_by_index(word_counts).items()}
 
 
-@pytest.mark.parametrize("candidate, mistake", [
-    (pairs_across_words, "across word boundaries"),
-    (pairs_unweighted, "not weighted"),
-    (pairs_without_overlaps, "overlapping windows skipped"),
-    (pairs_as_strings, "pairs written as one string"),
-])
+@pytest.mark.parametrize(
+    "candidate, mistake",
+    [
+        (pairs_across_words, "across word boundaries"),
+        (pairs_unweighted, "not weighted"),
+        (pairs_without_overlaps, "overlapping windows skipped"),
+        (pairs_as_strings, "pairs written as one string"),
+    ],
+)
 def test_wrong_count_pairs_are_named(candidate, mistake, fails):
     """Do pairs across words, unweighted counts, skipped overlaps and joined keys fail by name?"""
     fails(check_count_pairs, candidate, mistake=mistake)
@@ -106,6 +110,7 @@ def test_count_pairs_from_the_reference_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- train_bpe
+
 
 def student_trainer(tie="ids", words="pre", weighted=True, extra=0, n_merges=None, as_lists=False):
     """A trainer as a student writes it (recount every pair after every merge), with knobs
@@ -147,7 +152,7 @@ def student_trainer(tie="ids", words="pre", weighted=True, extra=0, n_merges=Non
                 symbols, i = seq[0], 0
                 while i < len(symbols) - 1:
                     if (symbols[i], symbols[i + 1]) == best:
-                        symbols[i:i + 2] = [best[0] + best[1]]
+                        symbols[i : i + 2] = [best[0] + best[1]]
                     i += 1
         return merges
 
@@ -167,20 +172,23 @@ def test_valid_trainers_pass(candidate):
         check_train_bpe(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("candidate, mistake", [
-    (student_trainer(tie="first"), "ties broken by the first pair seen"),
-    (student_trainer(tie="strings"), "ties broken by comparing the token strings"),
-    (student_trainer(tie="cs336"), "larger byte string (CS336"),
-    (student_trainer(words="joined"), "across word boundaries"),
-    (student_trainer(words="split"), "str.split()"),
-    (student_trainer(words="raw"), "byte-level alphabet"),
-    (student_trainer(weighted=False), "not weighted"),
-    (student_trainer(n_merges=lambda v, s: v - 256), "special tokens not counted"),
-    (student_trainer(n_merges=lambda v, s: v - len(s)), "256 byte tokens not counted"),
-    (student_trainer(n_merges=lambda v, s: v), "vocab_size taken as the number of merges"),
-    (student_trainer(extra=1), "one merge too many"),
-    (student_trainer(extra=-1), "one merge too few"),
-])
+@pytest.mark.parametrize(
+    "candidate, mistake",
+    [
+        (student_trainer(tie="first"), "ties broken by the first pair seen"),
+        (student_trainer(tie="strings"), "ties broken by comparing the token strings"),
+        (student_trainer(tie="cs336"), "larger byte string (CS336"),
+        (student_trainer(words="joined"), "across word boundaries"),
+        (student_trainer(words="split"), "str.split()"),
+        (student_trainer(words="raw"), "byte-level alphabet"),
+        (student_trainer(weighted=False), "not weighted"),
+        (student_trainer(n_merges=lambda v, s: v - 256), "special tokens not counted"),
+        (student_trainer(n_merges=lambda v, s: v - len(s)), "256 byte tokens not counted"),
+        (student_trainer(n_merges=lambda v, s: v), "vocab_size taken as the number of merges"),
+        (student_trainer(extra=1), "one merge too many"),
+        (student_trainer(extra=-1), "one merge too few"),
+    ],
+)
 def test_wrong_trainers_are_named(candidate, mistake, fails):
     """Do the usual tie rules, counting across words, the wrong words, unweighted counts and the
     wrong number of merges fail by name?"""
@@ -197,10 +205,13 @@ def test_trainer_that_returns_strings_fails(fails):
     fails(check_train_bpe, lambda text, vs, sp: ["ab", "cd"], said="each a pair of strings")
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda text, vs, sp: bpe.train_bpe(text, vs, sp), "train_bpe"),
-    (lambda text, vs, sp: bpe.BPETokenizer.train(text, vs, sp).merges, "BPETokenizer.train"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda text, vs, sp: bpe.train_bpe(text, vs, sp), "train_bpe"),
+        (lambda text, vs, sp: bpe.BPETokenizer.train(text, vs, sp).merges, "BPETokenizer.train"),
+    ],
+)
 def test_trainers_from_the_reference_are_forbidden(candidate, words, fails):
     """Are the reference's train_bpe and BPETokenizer.train caught?"""
     fails(check_train_bpe, candidate, error=ForbiddenCall, said=words)
@@ -211,8 +222,14 @@ def library_trainer(text, vocab_size, special_tokens):
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator([text], trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        [text],
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=list(special_tokens),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     return [tuple(m) for m in __import__("json").loads(tok.to_str())["model"]["merges"]]
 
 
@@ -223,6 +240,7 @@ def test_trainer_from_tokenizers_is_forbidden(fails):
 
 
 # ----------------------------------------------------------------------------- encode
+
 
 def encode_merges_in_order(text, vocab, merges, special_tokens):
     """Each merge in rank order over the whole word: slower than lowest-rank-first, same ids."""
@@ -240,7 +258,7 @@ def encode_merges_in_order(text, vocab, merges, special_tokens):
                 j = 0
                 while j < len(symbols) - 1:
                     if symbols[j] == a and symbols[j + 1] == b:
-                        symbols[j:j + 2] = [a + b]
+                        symbols[j : j + 2] = [a + b]
                     j += 1
             out += [vocab[s] for s in symbols]
     return tuple(out)
@@ -264,9 +282,10 @@ def encode_wrong(order="rank", specials=True, words=True):
                     if not where:
                         break
                     j = where[0] if order == "text" else min(where, key=lambda j: rank[symbols[j], symbols[j + 1]])
-                    symbols[j:j + 2] = [symbols[j] + symbols[j + 1]]
+                    symbols[j : j + 2] = [symbols[j] + symbols[j + 1]]
                 out += [vocab[s] for s in symbols]
         return out
+
     return encode
 
 
@@ -282,11 +301,14 @@ def test_valid_encoders_pass(candidate):
     check_encode(candidate, seed=1)
 
 
-@pytest.mark.parametrize("candidate, mistake", [
-    (encode_wrong(order="text"), "in the order of the text"),
-    (encode_wrong(specials=False), "special tokens not split out first"),
-    (encode_wrong(words=False), "not cut into words"),
-])
+@pytest.mark.parametrize(
+    "candidate, mistake",
+    [
+        (encode_wrong(order="text"), "in the order of the text"),
+        (encode_wrong(specials=False), "special tokens not split out first"),
+        (encode_wrong(words=False), "not cut into words"),
+    ],
+)
 def test_wrong_encoders_are_named(candidate, mistake, fails):
     """Do merges by text order, special tokens left in the text and no pre-tokenization fail by name?"""
     fails(check_encode, candidate, mistake=mistake)
@@ -297,16 +319,20 @@ def test_wrong_encoder_shows_the_round_trip(fails):
     fails(check_encode, encode_wrong(specials=False), said="which decodes to")
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (lambda text, vocab, merges, sp: bpe.bpe_encode(text, vocab, merges, sp), "bpe_encode"),
-    (lambda text, vocab, merges, sp: bpe.BPETokenizer(merges, sp).encode(text), "BPETokenizer.encode"),
-])
+@pytest.mark.parametrize(
+    "candidate, words",
+    [
+        (lambda text, vocab, merges, sp: bpe.bpe_encode(text, vocab, merges, sp), "bpe_encode"),
+        (lambda text, vocab, merges, sp: bpe.BPETokenizer(merges, sp).encode(text), "BPETokenizer.encode"),
+    ],
+)
 def test_encoders_from_the_reference_are_forbidden(candidate, words, fails):
     """Are the reference's bpe_encode and BPETokenizer.encode caught?"""
     fails(check_encode, candidate, error=ForbiddenCall, said=words)
 
 
 # ----------------------------------------------------------------------------- decode
+
 
 def decode_with_bytearray(ids, vocab):
     to_bytes = unicode_to_bytes()
@@ -330,6 +356,7 @@ def decode_wrong(kind):
             ids = [i for i in ids if tokens[i] not in SPECIAL_TOKENS]
         data = bytes(to_bytes[c] for i in ids for c in tokens[i])
         return data.decode("utf-8", {"ignore": "ignore", "strict": "strict"}.get(kind, "replace"))
+
     return decode
 
 
@@ -344,13 +371,16 @@ def test_valid_decoder_passes():
     check_decode(decode_with_bytearray, seed=1)
 
 
-@pytest.mark.parametrize("kind, mistake", [
-    ("no map", "not mapped back to bytes"),
-    ("per token", "each token decoded on its own"),
-    ("ignore", "errors='ignore'"),
-    ("strict", "without errors='replace'"),
-    ("skip specials", "special tokens dropped"),
-])
+@pytest.mark.parametrize(
+    "kind, mistake",
+    [
+        ("no map", "not mapped back to bytes"),
+        ("per token", "each token decoded on its own"),
+        ("ignore", "errors='ignore'"),
+        ("strict", "without errors='replace'"),
+        ("skip specials", "special tokens dropped"),
+    ],
+)
 def test_wrong_decoders_are_named(kind, mistake, fails):
     """Do no byte map, per-token decoding, errors='ignore', strict decoding and dropped specials fail by name?"""
     fails(check_decode, decode_wrong(kind), mistake=mistake)

@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from student_copies import as_student
 
 from autograder.checks import ForbiddenCall
 from autograder.checks.ch10_modern_block import (
@@ -19,6 +18,7 @@ from autograder.checks.ch10_modern_block import (
 )
 from autograder.checks.ch10_tiles_and_perplexity import check_perplexity, check_tiled_attention
 from autograder.reference import modern, rope, tiled
+from tests.checks.student_copies import as_student
 
 
 def _stub(*args, **kwargs):
@@ -27,9 +27,12 @@ def _stub(*args, **kwargs):
 
 # ----------------------------------------------------------------------------- apply_rope
 
-def make_rope(base_fixed=None, exponent=2.0, sign=1.0, swap=False, pairing_swapped=False, ignore_positions=False,
-              shift=0):
+
+def make_rope(
+    base_fixed=None, exponent=2.0, sign=1.0, swap=False, pairing_swapped=False, ignore_positions=False, shift=0
+):
     """A vectorised RoPE as a student might write it; each option makes one known mistake."""
+
     def apply_rope(x, positions, base=10000.0, pairing="adjacent"):
         d = x.size(-1)
         b = base if base_fixed is None else base_fixed
@@ -43,10 +46,11 @@ def make_rope(base_fixed=None, exponent=2.0, sign=1.0, swap=False, pairing_swapp
             c, s = s, c
         halves = (pairing == "halves") != pairing_swapped
         if halves:
-            a, bb = x[..., : d // 2], x[..., d // 2:]
+            a, bb = x[..., : d // 2], x[..., d // 2 :]
             return torch.cat([a * c - bb * s, a * s + bb * c], -1)
         a, bb = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * c - bb * s, a * s + bb * c], -1).flatten(-2)
+
     return apply_rope
 
 
@@ -85,16 +89,19 @@ def test_rope_right_answers_pass(candidate):
         check_apply_rope(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("options,mistake", [
-    (dict(base_fixed=10000.0), "the base argument ignored"),
-    (dict(exponent=1.0), "written as i/Dh"),
-    (dict(exponent=4.0), "giving 4i/Dh"),
-    (dict(sign=-1.0), "rotated backwards"),
-    (dict(swap=True), "sin and cos swapped"),
-    (dict(pairing_swapped=True), "pairs taken as halves"),
-    (dict(ignore_positions=True), "positions ignored"),
-    (dict(shift=1), "positions off by one (position + 1)"),
-])
+@pytest.mark.parametrize(
+    "options,mistake",
+    [
+        (dict(base_fixed=10000.0), "the base argument ignored"),
+        (dict(exponent=1.0), "written as i/Dh"),
+        (dict(exponent=4.0), "giving 4i/Dh"),
+        (dict(sign=-1.0), "rotated backwards"),
+        (dict(swap=True), "sin and cos swapped"),
+        (dict(pairing_swapped=True), "pairs taken as halves"),
+        (dict(ignore_positions=True), "positions ignored"),
+        (dict(shift=1), "positions off by one (position + 1)"),
+    ],
+)
 def test_rope_wrong_answers_fail_by_name(options, mistake, fails):
     """Does each known mistake of RoPE fail with its name?"""
     fails(check_apply_rope, make_rope(**options), mistake=mistake)
@@ -103,8 +110,11 @@ def test_rope_wrong_answers_fail_by_name(options, mistake, fails):
 def test_rope_halves_mistake_named(fails):
     """Is an answer right for 'adjacent' but adjacent for 'halves' too told which pairing it missed?"""
     right = make_rope()
-    fails(check_apply_rope, lambda x, p, base=10000.0, pairing="adjacent": right(x, p, base, "adjacent"),
-          mistake="pairs taken as adjacent")
+    fails(
+        check_apply_rope,
+        lambda x, p, base=10000.0, pairing="adjacent": right(x, p, base, "adjacent"),
+        mistake="pairs taken as adjacent",
+    )
 
 
 def test_rope_forbidden_and_stub(fails):
@@ -114,6 +124,7 @@ def test_rope_forbidden_and_stub(fails):
 
 
 # ----------------------------------------------------------------------------- rms_norm
+
 
 def make_rms(center=False, eps_out=False, no_eps=False, no_root=False, norm=False, weight=True, fixed_eps=None):
     def rms_norm(x, w, eps=1e-6):
@@ -130,6 +141,7 @@ def make_rms(center=False, eps_out=False, no_eps=False, no_root=False, norm=Fals
         else:
             y = x / torch.sqrt(ms + e)
         return y * w if weight else y
+
     return rms_norm
 
 
@@ -147,16 +159,19 @@ def test_rms_right_answers_pass(candidate):
         check_rms_norm(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("options,mistake", [
-    (dict(center=True), "the mean subtracted first"),
-    (dict(eps_out=True), "eps outside the square root"),
-    (dict(no_eps=True), "eps left out"),
-    (dict(no_root=True), "divided by the mean square"),
-    (dict(norm=True), "divided by the norm"),
-    (dict(weight=False), "weight not applied"),
-    (dict(fixed_eps=1e-6), "the eps argument ignored"),
-    (dict(fixed_eps=1e-5), "the eps argument ignored"),
-])
+@pytest.mark.parametrize(
+    "options,mistake",
+    [
+        (dict(center=True), "the mean subtracted first"),
+        (dict(eps_out=True), "eps outside the square root"),
+        (dict(no_eps=True), "eps left out"),
+        (dict(no_root=True), "divided by the mean square"),
+        (dict(norm=True), "divided by the norm"),
+        (dict(weight=False), "weight not applied"),
+        (dict(fixed_eps=1e-6), "the eps argument ignored"),
+        (dict(fixed_eps=1e-5), "the eps argument ignored"),
+    ],
+)
 def test_rms_wrong_answers_fail_by_name(options, mistake, fails):
     """Does each known mistake of RMSNorm fail with its name?"""
     fails(check_rms_norm, make_rms(**options), mistake=mistake)
@@ -164,29 +179,32 @@ def test_rms_wrong_answers_fail_by_name(options, mistake, fails):
 
 def test_rms_pytorch_is_forbidden(fails):
     """Are F.rms_norm and nn.RMSNorm caught, and a stub let through?"""
-    fails(check_rms_norm, lambda x, w, eps: F.rms_norm(x, (x.size(-1),), w, eps), error=ForbiddenCall,
-          said="rms_norm")
+    fails(check_rms_norm, lambda x, w, eps: F.rms_norm(x, (x.size(-1),), w, eps), error=ForbiddenCall, said="rms_norm")
     fails(check_rms_norm, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- swiglu
+
 
 def make_swiglu(act="silu", swap=False, gate=True, after=False):
     def swiglu(x, w_gate, w_up, w_down):
         a, b = x @ w_gate, x @ w_up
         if swap:
             a, b = b, a
-        f = {"silu": lambda z: z * torch.sigmoid(z), "relu": torch.relu, "sigmoid": torch.sigmoid,
-             "gelu": F.gelu}[act]
+        f = {"silu": lambda z: z * torch.sigmoid(z), "relu": torch.relu, "sigmoid": torch.sigmoid, "gelu": F.gelu}[act]
         if after:
             return f(a * b) @ w_down
         return (f(a) * b) @ w_down if gate else f(a) @ w_down
+
     return swiglu
 
 
 def swiglu_einsum(x, w_gate, w_up, w_down):
-    return torch.einsum("...f,fd->...d", F.silu(torch.einsum("...d,df->...f", x, w_gate))
-                        * torch.einsum("...d,df->...f", x, w_up), w_down)
+    return torch.einsum(
+        "...f,fd->...d",
+        F.silu(torch.einsum("...d,df->...f", x, w_gate)) * torch.einsum("...d,df->...f", x, w_up),
+        w_down,
+    )
 
 
 @pytest.mark.parametrize("candidate", [make_swiglu(), swiglu_einsum, as_student(modern.swiglu)])
@@ -196,11 +214,17 @@ def test_swiglu_right_answers_pass(candidate):
         check_swiglu(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("options,mistake", [
-    (dict(swap=True), "gate and up swapped"), (dict(act="relu"), "ReLU instead of SiLU"),
-    (dict(act="sigmoid"), "that is GLU"), (dict(act="gelu"), "GELU instead of SiLU"),
-    (dict(gate=False), "no gate"), (dict(after=True), "SiLU applied after the product"),
-])
+@pytest.mark.parametrize(
+    "options,mistake",
+    [
+        (dict(swap=True), "gate and up swapped"),
+        (dict(act="relu"), "ReLU instead of SiLU"),
+        (dict(act="sigmoid"), "that is GLU"),
+        (dict(act="gelu"), "GELU instead of SiLU"),
+        (dict(gate=False), "no gate"),
+        (dict(after=True), "SiLU applied after the product"),
+    ],
+)
 def test_swiglu_wrong_answers_fail_by_name(options, mistake, fails):
     """Does each known mistake of SwiGLU fail with its name?"""
     fails(check_swiglu, make_swiglu(**options), mistake=mistake)
@@ -214,8 +238,17 @@ def test_swiglu_forbidden_and_stub(fails):
 
 # ----------------------------------------------------------------------------- attend_with_cache
 
-def make_cache(start=None, rotate_values=False, tile=False, rerotate=False, rotate_keys=True, causal=True,
-               scale=True, store_unrotated=False):
+
+def make_cache(
+    start=None,
+    rotate_values=False,
+    tile=False,
+    rerotate=False,
+    rotate_keys=True,
+    causal=True,
+    scale=True,
+    store_unrotated=False,
+):
     """A vectorised step with the course's own RoPE written out; each option makes one known mistake."""
     rot = make_rope()
 
@@ -235,6 +268,7 @@ def make_cache(start=None, rotate_values=False, tile=False, rerotate=False, rota
             s = s.masked_fill(~torch.ones(new, past + new, dtype=torch.bool).tril(past), float("-inf"))
         out = torch.softmax(s, -1) @ vv
         return out, (torch.cat([cache_k, k], 2) if store_unrotated else keys), values
+
     return attend_with_cache
 
 
@@ -248,10 +282,11 @@ def cache_loop(q, k, v, cache_k, cache_v, base=10000.0):
     out = torch.zeros_like(q)
     group = q.size(1) // k.size(1)
     from autograder.reference import scaled_dot_product_attention
+
     for h in range(q.size(1)):
         for t in range(new):
             kh, vh = keys[:, h // group, : past + t + 1], values[:, h // group, : past + t + 1]
-            out[:, h, t] = scaled_dot_product_attention(qr[:, h, t:t + 1], kh, vh)[0][:, 0]
+            out[:, h, t] = scaled_dot_product_attention(qr[:, h, t : t + 1], kh, vh)[0][:, 0]
     return out, keys, values
 
 
@@ -262,18 +297,21 @@ def test_cache_right_answers_pass(candidate):
         check_attend_with_cache(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("options,mistake", [
-    (dict(rotate_values=True), "values rotated as well"),
-    (dict(tile=True), "tiled with repeat"),
-    (dict(rotate_keys=False), "keys not rotated"),
-    (dict(causal=False), "no causal mask among the new tokens"),
-    (dict(scale=False), "scores not scaled by 1/sqrt(Dh)"),
-    (dict(start=0), "placed at positions 0 .. Lq - 1"),
-    (dict(start=(1,)), "placed at P + 1"),
-    (dict(start=(-1,)), "placed at P - 1"),
-    (dict(rerotate=True), "the cached keys rotated again"),
-    (dict(store_unrotated=True), "the cache keeps the keys before rotation"),
-])
+@pytest.mark.parametrize(
+    "options,mistake",
+    [
+        (dict(rotate_values=True), "values rotated as well"),
+        (dict(tile=True), "tiled with repeat"),
+        (dict(rotate_keys=False), "keys not rotated"),
+        (dict(causal=False), "no causal mask among the new tokens"),
+        (dict(scale=False), "scores not scaled by 1/sqrt(Dh)"),
+        (dict(start=0), "placed at positions 0 .. Lq - 1"),
+        (dict(start=(1,)), "placed at P + 1"),
+        (dict(start=(-1,)), "placed at P - 1"),
+        (dict(rerotate=True), "the cached keys rotated again"),
+        (dict(store_unrotated=True), "the cache keeps the keys before rotation"),
+    ],
+)
 def test_cache_wrong_answers_fail_by_name(options, mistake, fails):
     """Does each known mistake of attention with a cache fail with its name?"""
     fails(check_attend_with_cache, make_cache(**options), mistake=mistake)
@@ -288,11 +326,13 @@ def test_cache_sdpa_forbidden_and_stub(fails):
         keys, values = torch.cat([ck, rot(k, pos, base)], 2), torch.cat([cv, v], 2)
         mask = torch.ones(q.size(2), keys.size(2), dtype=torch.bool).tril(ck.size(2))
         return F.scaled_dot_product_attention(rot(q, pos, base), keys, values, mask, enable_gqa=True), keys, values
+
     fails(check_attend_with_cache, with_sdpa, error=ForbiddenCall, said="scaled_dot_product_attention")
     fails(check_attend_with_cache, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- tiled_attention
+
 
 def make_tiled(rescale_sum=True, rescale_acc=True, scale=True, drop_last=False, use_mask=True, nan_rows=False):
     def tiled_attention(q, k, v, attn_mask=None, tile=64):
@@ -302,17 +342,18 @@ def make_tiled(rescale_sum=True, rescale_acc=True, scale=True, drop_last=False, 
         n = k.size(-2)
         stop = n - n % tile if drop_last and n % tile else n
         for s0 in range(0, stop, tile):
-            s = q @ k[..., s0:s0 + tile, :].transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
+            s = q @ k[..., s0 : s0 + tile, :].transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
             if attn_mask is not None and use_mask:
-                s = s.masked_fill(~attn_mask[..., s0:s0 + tile], float("-inf"))
+                s = s.masked_fill(~attn_mask[..., s0 : s0 + tile], float("-inf"))
             new_m = torch.maximum(m, s.amax(-1))
             safe = new_m if nan_rows else torch.where(torch.isinf(new_m), torch.zeros_like(new_m), new_m)
             r = torch.exp(m - safe)
             p = torch.exp(s - safe[..., None])
             total = (total * r if rescale_sum else total) + p.sum(-1)
-            acc = (acc * r[..., None] if rescale_acc else acc) + p @ v[..., s0:s0 + tile, :]
+            acc = (acc * r[..., None] if rescale_acc else acc) + p @ v[..., s0 : s0 + tile, :]
             m = new_m
         return acc / (total[..., None] if nan_rows else total.clamp_min(torch.finfo(q.dtype).tiny)[..., None])
+
     return tiled_attention
 
 
@@ -325,15 +366,15 @@ def tiled_per_row(q, k, v, attn_mask=None, tile=64):
         qi, kk, vv = q[i], k[i[:-1]], v[i[:-1]]
         m, total, acc = torch.tensor(float("-inf"), dtype=q.dtype), torch.zeros((), dtype=q.dtype), 0
         for s0 in range(0, k.size(-2), tile):
-            s = kk[s0:s0 + tile] @ qi / math.sqrt(q.size(-1))
+            s = kk[s0 : s0 + tile] @ qi / math.sqrt(q.size(-1))
             if mask is not None:
-                s = torch.where(mask[i][s0:s0 + tile], s, torch.tensor(float("-inf"), dtype=q.dtype))
+                s = torch.where(mask[i][s0 : s0 + tile], s, torch.tensor(float("-inf"), dtype=q.dtype))
             new_m = torch.maximum(m, s.max())
             if torch.isinf(new_m):
                 continue
             p = torch.exp(s - new_m)
             total = total * torch.exp(m - new_m) + p.sum()
-            acc = acc * torch.exp(m - new_m) + p @ vv[s0:s0 + tile]
+            acc = acc * torch.exp(m - new_m) + p @ vv[s0 : s0 + tile]
             m = new_m
         if total > 0:
             out[i] = acc / total
@@ -347,14 +388,17 @@ def test_tiled_right_answers_pass(candidate):
         check_tiled_attention(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("options,mistake", [
-    (dict(rescale_sum=False), "the running sum not rescaled"),
-    (dict(rescale_acc=False), "the accumulated values not rescaled"),
-    (dict(scale=False), "scores not scaled by 1/sqrt(Dh)"),
-    (dict(drop_last=True), "the last tile dropped"),
-    (dict(use_mask=False), "the mask ignored"),
-    (dict(nan_rows=True), "a fully masked row gives NaN"),
-])
+@pytest.mark.parametrize(
+    "options,mistake",
+    [
+        (dict(rescale_sum=False), "the running sum not rescaled"),
+        (dict(rescale_acc=False), "the accumulated values not rescaled"),
+        (dict(scale=False), "scores not scaled by 1/sqrt(Dh)"),
+        (dict(drop_last=True), "the last tile dropped"),
+        (dict(use_mask=False), "the mask ignored"),
+        (dict(nan_rows=True), "a fully masked row gives NaN"),
+    ],
+)
 def test_tiled_wrong_answers_fail_by_name(options, mistake, fails):
     """Does each known mistake of the online softmax fail with its name?"""
     fails(check_tiled_attention, make_tiled(**options), mistake=mistake)
@@ -363,23 +407,28 @@ def test_tiled_wrong_answers_fail_by_name(options, mistake, fails):
 def tiles_averaged(q, k, v, attn_mask=None, tile=64):
     outs = []
     for s0 in range(0, k.size(-2), tile):
-        s = q @ k[..., s0:s0 + tile, :].transpose(-2, -1) / math.sqrt(q.size(-1))
+        s = q @ k[..., s0 : s0 + tile, :].transpose(-2, -1) / math.sqrt(q.size(-1))
         if attn_mask is not None:
-            s = s.masked_fill(~attn_mask[..., s0:s0 + tile], float("-inf"))
+            s = s.masked_fill(~attn_mask[..., s0 : s0 + tile], float("-inf"))
         e = torch.exp(s - s.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0).clamp_min(-1e30))
-        outs.append(e / e.sum(-1, keepdim=True).clamp_min(1e-300) @ v[..., s0:s0 + tile, :])
+        outs.append(e / e.sum(-1, keepdim=True).clamp_min(1e-300) @ v[..., s0 : s0 + tile, :])
     return torch.stack(outs).mean(0)
 
 
 def test_tiled_per_tile_and_softmax(fails):
     """Is normalising each tile alone named, torch.softmax caught, and a stub let through?"""
     fails(check_tiled_attention, tiles_averaged, mistake="each tile normalised on its own")
-    fails(check_tiled_attention, lambda q, k, v, m=None, tile=64: torch.softmax(q @ k.transpose(-2, -1), -1) @ v,
-          error=ForbiddenCall, said="softmax")
+    fails(
+        check_tiled_attention,
+        lambda q, k, v, m=None, tile=64: torch.softmax(q @ k.transpose(-2, -1), -1) @ v,
+        error=ForbiddenCall,
+        said="softmax",
+    )
     fails(check_tiled_attention, _stub, error=NotImplementedError)
 
 
 # ----------------------------------------------------------------------------- perplexity
+
 
 def make_ppl(how="right"):
     def perplexity(logits, tokens, pad_id):
@@ -390,7 +439,7 @@ def make_ppl(how="right"):
         if how == "loss":
             return mean
         if how == "two":
-            return 2 ** mean
+            return 2**mean
         if how == "sum":
             return (nll * keep).sum().exp()
         if how == "rows":
@@ -399,6 +448,7 @@ def make_ppl(how="right"):
         if how == "numel":
             return ((nll * keep).sum() / nll.numel()).exp()
         return mean.exp()
+
     return perplexity
 
 
@@ -422,11 +472,17 @@ def test_perplexity_right_answers_pass(candidate):
         check_perplexity(candidate, seed=seed)
 
 
-@pytest.mark.parametrize("how,mistake", [
-    ("loss", "not exponentiated"), ("two", "2 ** loss"), ("sum", "exp of the summed loss"),
-    ("rows", "per-row perplexities"), ("numel", "padding counted in the mean of the losses"),
-    ("unshifted", "targets not shifted"),
-])
+@pytest.mark.parametrize(
+    "how,mistake",
+    [
+        ("loss", "not exponentiated"),
+        ("two", "2 ** loss"),
+        ("sum", "exp of the summed loss"),
+        ("rows", "per-row perplexities"),
+        ("numel", "padding counted in the mean of the losses"),
+        ("unshifted", "targets not shifted"),
+    ],
+)
 def test_perplexity_wrong_answers_fail_by_name(how, mistake, fails):
     """Does each known mistake of perplexity fail with its name?"""
     fails(check_perplexity, make_ppl(how), mistake=mistake)
@@ -435,6 +491,11 @@ def test_perplexity_wrong_answers_fail_by_name(how, mistake, fails):
 def test_perplexity_reference_forbidden_and_stub(fails):
     """Is the reference's next_token_loss caught, and a stub let through?"""
     from autograder.reference import families
-    fails(check_perplexity, lambda lg, tk, pad: families.next_token_loss(lg, tk, pad).exp(), error=ForbiddenCall,
-          said="next_token_loss")
+
+    fails(
+        check_perplexity,
+        lambda lg, tk, pad: families.next_token_loss(lg, tk, pad).exp(),
+        error=ForbiddenCall,
+        said="next_token_loss",
+    )
     fails(check_perplexity, _stub, error=NotImplementedError)

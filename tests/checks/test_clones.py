@@ -27,8 +27,9 @@ def _clone(code: types.CodeType = _CODE) -> types.FunctionType:
 
 
 _KEPT = _clone()
-_RENAMED = _clone(_CODE.replace(co_name="mine", co_qualname="mine",
-                                co_varnames=tuple(f"v{i}" for i in range(len(_CODE.co_varnames)))))
+_RENAMED = _clone(
+    _CODE.replace(co_name="mine", co_qualname="mine", co_varnames=tuple(f"v{i}" for i in range(len(_CODE.co_varnames))))
+)
 
 
 def in_default(text, vocab_size, special_tokens=bpe.SPECIAL_TOKENS, _train=_KEPT):
@@ -56,13 +57,18 @@ def test_a_clone_of_the_reference_is_refused_and_named(fails, candidate) -> None
     """Is a function running the reference's code object (or a renamed copy of it), kept in a default
     argument or a class or made during the call, refused with a message naming the reference and
     the road, here and across the boundary?"""
-    fails(check_train_bpe, candidate, error=ForbiddenCall,
-          said=["autograder.reference.bpe.train_bpe", "under another function object"])
+    fails(
+        check_train_bpe,
+        candidate,
+        error=ForbiddenCall,
+        said=["autograder.reference.bpe.train_bpe", "under another function object"],
+    )
 
 
 def test_a_clone_of_a_pytorch_python_function_is_refused(fails) -> None:
     """Is a clone of `F.softmax`'s own code (a Python function of PyTorch's) refused too?"""
     import torch.nn.functional as F
+
     clone = types.FunctionType(F.softmax.__code__, F.softmax.__globals__, "mine", F.softmax.__defaults__)
     fails(check_softmax, lambda x, dim, _s=clone: _s(x, dim), error=ForbiddenCall, said="torch.nn.functional.softmax")
 

@@ -28,16 +28,25 @@ from autograder.checks.core import (
 def test_fail_message_has_the_four_parts(fails) -> None:
     """Does a failure say what was checked, what was expected, what was found, the likely
     mistake and the hint, each on its own line, as an AssertionError (nbgrader scores the cell 0)?"""
-    message = fails(lambda: fail("f(x)", "3", "4", mistake="off by one", hint="count from zero"),
-                    error=AssertionError, mistake="off by one")
-    assert message.splitlines() == ["  checked:  f(x)", "  expected: 3", "  found:    4",
-                                    "  likely mistake: off by one", "  hint: count from zero"]
+    message = fails(
+        lambda: fail("f(x)", "3", "4", mistake="off by one", hint="count from zero"),
+        error=AssertionError,
+        mistake="off by one",
+    )
+    assert message.splitlines() == [
+        "  checked:  f(x)",
+        "  expected: 3",
+        "  found:    4",
+        "  likely mistake: off by one",
+        "  hint: count from zero",
+    ]
     fails(fail, "f(x)", "3", "4", error=CheckFailed)
 
 
 def test_check_names_itself_and_lets_not_implemented_through(capsys, fails) -> None:
     """Does @check prefix the check's name on failure, print 'passed' on success, and leave an
     untouched stub's NotImplementedError alone?"""
+
     @check
     def check_thing(value):
         if value == "stub":
@@ -53,8 +62,10 @@ def test_check_names_itself_and_lets_not_implemented_through(capsys, fails) -> N
 
 def test_call_reports_the_students_error(fails) -> None:
     """Does an exception raised inside the candidate become a failure naming the call and the error?"""
+
     def broken(x):
         return x @ torch.ones(5, 5)
+
     fails(call, broken, torch.ones(2, 3), what="broken(x)", match=r"(?s)checked:  broken\(x\).*RuntimeError")
 
 
@@ -62,25 +73,48 @@ def test_expect_close_order_and_mistake_naming(fails) -> None:
     """Are shape, dtype, NaN and values compared in that order, and is the matching mistake named?"""
     x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
     expected = x.softmax(-1)
-    fails(expect_close, "s", expected.T, expected, mistakes={"transposed": expected.T},
-          match=r"(?s)shape \(3, 4\).*shape \(4, 3\).*transposed")
+    fails(
+        expect_close,
+        "s",
+        expected.T,
+        expected,
+        mistakes={"transposed": expected.T},
+        match=r"(?s)shape \(3, 4\).*shape \(4, 3\).*transposed",
+    )
     fails(expect_close, "s", expected.double(), expected, match="dtype torch.float32")
     nan = expected.clone()
     nan[1, 2] = float("nan")
     fails(expect_close, "s", nan, expected, match=r"NaN at index \(1, 2\)")
-    fails(expect_close, "s", x.softmax(0), expected,
-          mistakes={"softmax over dim 0": lambda: x.softmax(0), "broken": lambda: 1 / 0},
-          match="likely mistake: softmax over dim 0")
+    fails(
+        expect_close,
+        "s",
+        x.softmax(0),
+        expected,
+        mistakes={"softmax over dim 0": lambda: x.softmax(0), "broken": lambda: 1 / 0},
+        match="likely mistake: softmax over dim 0",
+    )
     assert expect_close("s", expected.clone(), expected) is not None
 
 
 def test_expect_shape_and_equal(fails) -> None:
     """Do shape and exact comparisons name the mistake whose result the candidate matches?"""
-    fails(expect_shape, "y", torch.zeros(2, 3), (3,), mistakes={"kept the batch axis": (2, 3)},
-          match="likely mistake: kept the batch axis")
+    fails(
+        expect_shape,
+        "y",
+        torch.zeros(2, 3),
+        (3,),
+        mistakes={"kept the batch axis": (2, 3)},
+        match="likely mistake: kept the batch axis",
+    )
     fails(expect_shape, "y", [1, 2, 3], (3,), match="a torch.Tensor")
-    fails(expect_equal, "mask", torch.tensor([False, True]), torch.tensor([True, False]),
-          mistakes={"True means blocked": torch.tensor([False, True])}, match="likely mistake: True means blocked")
+    fails(
+        expect_equal,
+        "mask",
+        torch.tensor([False, True]),
+        torch.tensor([True, False]),
+        mistakes={"True means blocked": torch.tensor([False, True])},
+        match="likely mistake: True means blocked",
+    )
     fails(expect_equal, "count", True, 1, said="expected: 1")  # a bool is not an int here
 
 
@@ -99,13 +133,19 @@ def test_sentinel_blocks_the_op_and_restores_it_when_the_candidate_raises(fails)
         with forbidden(candidate, targets, instead=instead):
             candidate(torch.ones(2))
 
-    fails(run, swallows, ["torch.softmax", "torch.Tensor.softmax", "torch.nn.functional.softmax",
-                          "autograder.reference.softmax"], "Build it yourself.", error=ForbiddenCall,
-          said="Build it yourself")
+    fails(
+        run,
+        swallows,
+        ["torch.softmax", "torch.Tensor.softmax", "torch.nn.functional.softmax", "autograder.reference.softmax"],
+        "Build it yourself.",
+        error=ForbiddenCall,
+        said="Build it yourself",
+    )
     assert (torch.softmax, torch.Tensor.softmax, torch.nn.functional.softmax, reference.softmax) == originals
 
     def raises(x):
         raise ValueError("boom")
+
     fails(run, raises, ["torch.softmax", "autograder.reference.softmax"], "no", error=ValueError)
     assert (torch.softmax, reference.softmax) == (originals[0], originals[3])
 
@@ -114,6 +154,7 @@ def test_sentinel_catches_a_name_imported_into_the_candidates_module(fails) -> N
     """Is `from torch import softmax` in the student's namespace blocked too, and put back after?"""
     namespace = {"softmax": torch.softmax}
     exec("def candidate(x):\n    return softmax(x, -1)", namespace)
+
     def run():
         with forbidden(namespace["candidate"], ["torch.softmax"], instead="no"):
             namespace["candidate"](torch.ones(3))
@@ -143,10 +184,14 @@ def test_fresh_import_after_a_student_patched_the_package() -> None:
         except AssertionError as err:
             print("REAL CHECK FAILED:", str(err).splitlines()[0])
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                         env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert "REAL CHECK FAILED: check_relu failed." in out.stdout, out.stderr[-2000:]
-
 
 
 def _enter(context) -> None:
@@ -160,8 +205,12 @@ def test_a_candidate_that_is_the_forbidden_object_is_refused(fails) -> None:
     from autograder.checks.core import ForbiddenCall, forbidden
 
     for candidate, path in ((torch.softmax, "torch.softmax"), (reference.softmax, "autograder.reference.softmax")):
-        fails(_enter, forbidden(candidate, [path], instead="Write it yourself."), error=ForbiddenCall,
-              said=f"your answer is `{path}` itself")
+        fails(
+            _enter,
+            forbidden(candidate, [path], instead="Write it yourself."),
+            error=ForbiddenCall,
+            said=f"your answer is `{path}` itself",
+        )
     assert torch.softmax(torch.zeros(2), 0).tolist() == [0.5, 0.5]  # nothing left patched
 
 
@@ -225,6 +274,7 @@ def _captured_target_module():
     def make_offset(offset):
         def add_offset(x):
             return x + offset
+
         return add_offset
 
     @torch.no_grad()
@@ -243,10 +293,17 @@ def test_a_function_captured_before_the_check_is_refused_and_restored_after(fail
 
     module = _captured_target_module()
     monkeypatch.setitem(sys.modules, "_captured_target", module)
-    targets = ["_captured_target.scale", "_captured_target.add_offset", "_captured_target.doubled",
-               "autograder.reference.softmax", "autograder.reference.greedy_decode"]
-    codes = [f.__code__ for f in (module.scale, module.add_offset, module.doubled,
-                                  reference.softmax, reference.greedy_decode)]
+    targets = [
+        "_captured_target.scale",
+        "_captured_target.add_offset",
+        "_captured_target.doubled",
+        "autograder.reference.softmax",
+        "autograder.reference.greedy_decode",
+    ]
+    codes = [
+        f.__code__
+        for f in (module.scale, module.add_offset, module.doubled, reference.softmax, reference.greedy_decode)
+    ]
     inner_code = reference.greedy_decode.__wrapped__.__code__
 
     def with_default(x, _f=module.scale):
@@ -256,12 +313,16 @@ def test_a_function_captured_before_the_check_is_refused_and_restored_after(fail
         return lambda x: f(x)
 
     as_list = [reference.softmax]
-    candidates = {"default": with_default, "closure": closure(module.add_offset),
-                  "partial": functools.partial(module.scale, factor=5.0),
-                  "wrapper": closure(module.doubled), "list": lambda x: as_list[0](x),
-                  "reference default": lambda x, _s=reference.softmax: _s(x, -1),
-                  "reference wrapper": closure(reference.greedy_decode),
-                  "under the wrapper": closure(reference.greedy_decode.__wrapped__)}
+    candidates = {
+        "default": with_default,
+        "closure": closure(module.add_offset),
+        "partial": functools.partial(module.scale, factor=5.0),
+        "wrapper": closure(module.doubled),
+        "list": lambda x: as_list[0](x),
+        "reference default": lambda x, _s=reference.softmax: _s(x, -1),
+        "reference wrapper": closure(reference.greedy_decode),
+        "under the wrapper": closure(reference.greedy_decode.__wrapped__),
+    }
 
     def swallows(x, _f=module.scale):
         try:
@@ -281,9 +342,12 @@ def test_a_function_captured_before_the_check_is_refused_and_restored_after(fail
 
     def boom():
         raise ValueError("boom")
+
     fails(run, lambda x: x, boom, error=ValueError)
-    assert [f.__code__ for f in (module.scale, module.add_offset, module.doubled,
-                                 reference.softmax, reference.greedy_decode)] == codes
+    assert [
+        f.__code__
+        for f in (module.scale, module.add_offset, module.doubled, reference.softmax, reference.greedy_decode)
+    ] == codes
     assert reference.greedy_decode.__wrapped__.__code__ is inner_code
     x = torch.ones(2)
     assert candidates["default"](x).tolist() == [2.0, 2.0]
@@ -297,6 +361,7 @@ def test_nested_blocks_restore_the_original_code(fails) -> None:
     """Does a function forbidden by two nested blocks (the sandboxed child stacks a check's blocks)
     refuse until both are done, and then run its own code again?"""
     original, captured = reference.softmax.__code__, reference.softmax
+
     def nested():
         with forbidden(lambda: None, ["autograder.reference.softmax"], instead="outer"):
             with contextlib.suppress(ForbiddenCall):  # the inner block saw the call: it refuses at its end
@@ -311,6 +376,7 @@ def test_nested_blocks_restore_the_original_code(fails) -> None:
 
 def test_a_reference_class_captured_before_the_check_is_refused(fails) -> None:
     """Is a reference class held in a default argument refused, and usable again afterwards?"""
+
     def candidate(x, _norm=reference.LayerNorm):
         return _norm(x.size(-1))(x)
 
@@ -341,8 +407,11 @@ def test_a_pytorch_builtin_captured_before_the_check_is_refused(fails) -> None:
         with forbidden(candidate, [target], instead="Build it yourself."):
             candidate(torch.ones(1, 2, 3))
 
-    for candidate, target in [(as_function, "torch.softmax"), (as_method, "torch.Tensor.softmax"),
-                              (fused, "torch.nn.functional.scaled_dot_product_attention")]:
+    for candidate, target in [
+        (as_function, "torch.softmax"),
+        (as_method, "torch.Tensor.softmax"),
+        (fused, "torch.nn.functional.scaled_dot_product_attention"),
+    ]:
         message = fails(run, candidate, target, error=ForbiddenCall, said="Build it yourself.")
         assert f"`{target}`" in message
     assert as_function(torch.zeros(2)).tolist() == [0.5, 0.5]

@@ -32,8 +32,11 @@ def _torch_targets() -> set[str]:
         if path.name in ("dropout.py", "dispatch.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and re.fullmatch(r"torch(\.\w+)+", node.value):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and re.fullmatch(r"torch(\.\w+)+", node.value)
+            ):
                 found.add(node.value)
     return found
 
@@ -60,10 +63,14 @@ class _Ops(TorchDispatchMode):
 X = torch.randn(2, 3, 4, dtype=torch.float64)
 Q = torch.randn(2, 2, 5, 4)
 CALLS = {  # a target -> a call of it
-    "torch.relu": lambda: torch.relu(X), "torch.Tensor.relu_": lambda: X.clone().relu_(),
-    "torch.nn.ReLU.forward": lambda: torch.nn.ReLU()(X), "torch.clip": lambda: torch.clip(X, 0),
-    "torch.clamp_min": lambda: torch.clamp_min(X, 0), "torch.nn.functional.mse_loss": lambda: F.mse_loss(X, X + 1),
-    "torch.special.softmax": lambda: torch.special.softmax(X, -1), "torch.log_softmax": lambda: X.log_softmax(-1),
+    "torch.relu": lambda: torch.relu(X),
+    "torch.Tensor.relu_": lambda: X.clone().relu_(),
+    "torch.nn.ReLU.forward": lambda: torch.nn.ReLU()(X),
+    "torch.clip": lambda: torch.clip(X, 0),
+    "torch.clamp_min": lambda: torch.clamp_min(X, 0),
+    "torch.nn.functional.mse_loss": lambda: F.mse_loss(X, X + 1),
+    "torch.special.softmax": lambda: torch.special.softmax(X, -1),
+    "torch.log_softmax": lambda: X.log_softmax(-1),
     "torch.nn.functional.scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(Q, Q, Q),
     "torch.nn.functional.layer_norm": lambda: F.layer_norm(X, (4,)),
     "torch.nn.functional.group_norm": lambda: F.group_norm(X, 1),
@@ -94,22 +101,30 @@ def test_ops_reached_below_their_python_names_are_refused(fails) -> None:
     with a message naming the operation (here and across the boundary)?"""
     fails(check_relu, lambda x: torch.ops.aten.relu(x), error=ForbiddenCall, said=["aten.relu", "torch.relu"])
     fails(check_relu, lambda x: torch.ops.aten.clamp.default(x, 0), error=ForbiddenCall, said="aten.clamp")
-    fails(check_mean_squared_error, lambda p, t: torch._C._nn.mse_loss(p, t, 1), error=ForbiddenCall,
-          said="aten.mse_loss")
-    fails(check_softmax, lambda x, dim: torch.ops.aten._softmax(x, dim, False), error=ForbiddenCall,
-          said="aten._softmax")
-    fails(check_layer_norm, lambda x, w, b, eps: torch.ops.aten.native_layer_norm(x, x.shape[-1:], w, b, eps)[0],
-          error=ForbiddenCall, said="aten.native_layer_norm")
+    fails(
+        check_mean_squared_error, lambda p, t: torch._C._nn.mse_loss(p, t, 1), error=ForbiddenCall, said="aten.mse_loss"
+    )
+    fails(
+        check_softmax, lambda x, dim: torch.ops.aten._softmax(x, dim, False), error=ForbiddenCall, said="aten._softmax"
+    )
+    fails(
+        check_layer_norm,
+        lambda x, w, b, eps: torch.ops.aten.native_layer_norm(x, x.shape[-1:], w, b, eps)[0],
+        error=ForbiddenCall,
+        said="aten.native_layer_norm",
+    )
 
     def sdpa(q, k, v, attn_mask=None):
         out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]
         return out, torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1)
+
     fails(check_scaled_dot_product_attention, sdpa, error=ForbiddenCall, said="aten._scaled_dot_product_flash")
 
 
 def test_a_swallowed_op_refusal_still_fails() -> None:
     """Does an op refused below its Python name fail the block even when the candidate catches
     the refusal and answers otherwise?"""
+
     def candidate(x):
         try:
             return torch.ops.aten.relu(x)
@@ -124,8 +139,14 @@ def test_a_swallowed_op_refusal_still_fails() -> None:
 def test_a_valid_answer_and_its_backward_pass_run_under_the_refusals() -> None:
     """Does a softmax built from exp, a maximum and a sum, in float64, run its forward and backward
     passes inside a block that refuses every softmax, log_softmax and attention op?"""
-    targets = ["torch.softmax", "torch.log_softmax", "torch.nn.functional.scaled_dot_product_attention",
-               "torch.nn.functional.layer_norm", "torch.relu", "torch.nn.functional.mse_loss"]
+    targets = [
+        "torch.softmax",
+        "torch.log_softmax",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.functional.layer_norm",
+        "torch.relu",
+        "torch.nn.functional.mse_loss",
+    ]
     x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
 
     def candidate(x):
@@ -163,8 +184,9 @@ def test_the_op_refusal_holds_and_loads_no_compiler(dynamo: str) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _REFUSAL_IN_A_FRESH_PROCESS, dynamo], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _REFUSAL_IN_A_FRESH_PROCESS, dynamo], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "refused: your code reaches `torch.relu` as PyTorch's operation aten.relu" in done.stdout, done.stdout
     assert f"dynamo loaded: {dynamo == 'dynamo'}" in done.stdout, done.stdout

@@ -32,10 +32,17 @@ def test_ids_and_words_are_unique() -> None:
     """Is no id written twice in the registry (a dict literal would keep the last silently), and
     no mistake's words given to two ids?"""
     keys: list[str] = []
-    for module, name in (("mistakes.py", "NAMED"), ("mistakes_modern.py", "MODERN")):  # NAMED holds MODERN's
+    for module, name in (
+        ("mistakes.py", "NAMED"),
+        ("mistakes_shared.py", "SHARED"),
+        ("mistakes_modern.py", "MODERN"),
+    ):  # NAMED holds SHARED's and MODERN's
         tree = ast.parse((CHECKS / module).read_text(encoding="utf-8"))
-        literal = next(node.value for node in tree.body if isinstance(node, ast.AnnAssign)
-                       and getattr(node.target, "id", "") == name)
+        literal = next(
+            node.value
+            for node in tree.body
+            if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == name
+        )
         assert isinstance(literal, ast.Dict)
         assert all(isinstance(k, ast.Constant) for k in literal.keys)
         keys += [k.value for k in literal.keys if isinstance(k, ast.Constant)]
@@ -85,11 +92,17 @@ def _literal_mistake_words() -> list[tuple[str, int, str]]:
                 for kw in node.keywords:
                     if kw.arg == "mistakes" and isinstance(kw.value, ast.Dict):
                         texts += [k for k in kw.value.keys if k is not None]
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and any(
-                    "mistake" in getattr(t, "id", "").lower() for t in node.targets):
+            elif (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Dict)
+                and any("mistake" in getattr(t, "id", "").lower() for t in node.targets)
+            ):
                 texts += [k for k in node.value.keys if k is not None]
-            found += [(path.name, t.lineno, t.value) for t in texts
-                      if isinstance(t, ast.Constant) and isinstance(t.value, str)]
+            found += [
+                (path.name, t.lineno, t.value)
+                for t in texts
+                if isinstance(t, ast.Constant) and isinstance(t.value, str)
+            ]
     return found
 
 
@@ -103,8 +116,11 @@ def test_every_literal_mistake_of_the_checks_has_an_id() -> None:
 
 def test_every_wrong_answer_of_the_variants_has_an_id() -> None:
     """Does each named mistake of ``variants`` (written again in the registry) have its id?"""
-    named = {name: value for name, value in vars(variants).items() if name.isupper() and isinstance(value, str)
-             and " " in value}
+    named = {
+        name: value
+        for name, value in vars(variants).items()
+        if name.isupper() and isinstance(value, str) and " " in value
+    }
     assert len(named) > 30
     assert not [name for name, words in named.items() if mistakes.mistake_id(words) == "unnamed"]
 
@@ -115,8 +131,9 @@ def test_fail_carries_the_id_and_keeps_the_message() -> None:
     with pytest.raises(CheckFailed) as info:
         fail("softmax(x)", "a", "b", "exp(x) not divided by its sum")
     assert info.value.mistake_id == "softmax/not-normalised"
-    assert str(info.value) == ("  checked:  softmax(x)\n  expected: a\n  found:    b\n"
-                               "  likely mistake: exp(x) not divided by its sum")
+    assert str(info.value) == (
+        "  checked:  softmax(x)\n  expected: a\n  found:    b\n  likely mistake: exp(x) not divided by its sum"
+    )
     with pytest.raises(CheckFailed) as info:
         fail("softmax(x)", "a", "b", hint="look")
     assert info.value.mistake_id == "unnamed"
@@ -127,11 +144,13 @@ def test_check_keeps_the_id_and_names_a_refusal_by_its_exercise() -> None:
     """Does a decorated check re-raise with the mistake's id, a sentinel's refusal as
     ``forbidden/<exercise>``, and a failure whose id was lost on the way (only its message
     crossed the boundary) with the id its message names?"""
+
     @check
     def check_softmax(candidate):
         x = torch.arange(6.0).reshape(2, 3)
-        expect_close("softmax(x)", candidate(x), x.softmax(-1), mistakes={
-            "exp(x) not divided by its sum": lambda: x.exp()})
+        expect_close(
+            "softmax(x)", candidate(x), x.softmax(-1), mistakes={"exp(x) not divided by its sum": lambda: x.exp()}
+        )
 
     with pytest.raises(CheckFailed) as info:
         check_softmax(torch.exp)
@@ -147,8 +166,9 @@ def test_check_keeps_the_id_and_names_a_refusal_by_its_exercise() -> None:
 
     @check
     def check_encode(candidate):
-        raise CheckFailed("  checked:  encode\n  likely mistake: the text not cut into words (pre_tokenize) "
-                          "before merging")
+        raise CheckFailed(
+            "  checked:  encode\n  likely mistake: the text not cut into words (pre_tokenize) before merging"
+        )
 
     with pytest.raises(CheckFailed) as info:
         check_encode(None)

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import torch
-from across_boundary import across
 
 import autograder.checks
 from autograder.grading.protocol.remote import Connection
+from tests.checks.across_boundary import across
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -65,8 +65,11 @@ def _checks() -> list[tuple[str, Any]]:
     for info in pkgutil.iter_modules(autograder.checks.__path__):
         if info.name.startswith("ch"):
             module = importlib.import_module(f"autograder.checks.{info.name}")
-            found += [(f"{info.name}.{name}", fn) for name, fn in sorted(vars(module).items())
-                      if name.startswith("check_") and callable(fn) and fn.__module__ == module.__name__]
+            found += [
+                (f"{info.name}.{name}", fn)
+                for name, fn in sorted(vars(module).items())
+                if name.startswith("check_") and callable(fn) and fn.__module__ == module.__name__
+            ]
     return found
 
 

@@ -58,17 +58,34 @@ def test_copy_and_reverse_answers():
 
 @pytest.mark.parametrize(
     "year, words",
-    [(1990, "nineteen ninety"), (1909, "nineteen oh nine"), (1900, "nineteen hundred"),
-     (1913, "nineteen thirteen"), (2000, "two thousand"), (2005, "two thousand five"),
-     (2017, "twenty seventeen"), (2042, "twenty forty two")],
+    [
+        (1990, "nineteen ninety"),
+        (1909, "nineteen oh nine"),
+        (1900, "nineteen hundred"),
+        (1913, "nineteen thirteen"),
+        (2000, "two thousand"),
+        (2005, "two thousand five"),
+        (2017, "twenty seventeen"),
+        (2042, "twenty forty two"),
+    ],
 )
 def test_years_spelled_as_spoken(year, words):
     """Are years spelled out as people say them?"""
     assert " ".join(_year(year)) == words
 
 
-@pytest.mark.parametrize("day, words", [(1, "first"), (3, "third"), (12, "twelfth"), (20, "twentieth"),
-                                        (21, "twenty first"), (30, "thirtieth"), (31, "thirty first")])
+@pytest.mark.parametrize(
+    "day, words",
+    [
+        (1, "first"),
+        (3, "third"),
+        (12, "twelfth"),
+        (20, "twentieth"),
+        (21, "twenty first"),
+        (30, "thirtieth"),
+        (31, "thirty first"),
+    ],
+)
 def test_ordinals(day, words):
     """Are days spelled out as ordinals?"""
     assert " ".join(_ordinal(day)) == words

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from grading_helpers import make_course
+
+from tests.grading.helpers import make_course
 
 
 @pytest.fixture

@@ -6,10 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from grading_helpers import LAB, REPO, make_course
-
 from autograder import cli
 from autograder.grading import lab
+from tests.grading.helpers import LAB, REPO, make_course
 
 NBGRADER_LAB = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader"
 
@@ -19,8 +18,12 @@ def test_command_serves_the_workspace(tmp_path: Path) -> None:
     args, _ = lab.command(tmp_path / "workspace", port=9999, token="secret", browser=False, as_root=False)
     assert args[:3] == [sys.executable, "-m", "jupyterlab"]
     assert f"--ServerApp.root_dir={(tmp_path / 'workspace').resolve()}" in args
-    assert {"--ServerApp.ip=127.0.0.1", "--ServerApp.port=9999", "--IdentityProvider.token=secret",
-            "--no-browser"} <= set(args)
+    assert {
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port=9999",
+        "--IdentityProvider.token=secret",
+        "--no-browser",
+    } <= set(args)
     assert "workspace" not in args[3:] and "--allow-root" not in args
 
 
@@ -48,8 +51,10 @@ def test_student_settings_name_real_nbgrader_pieces() -> None:
     assert all(f'"{plugin}"' in bundle for plugin in disabled), "a plugin id no longer in nbgrader's lab extension"
     server = json.loads((lab.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
     extensions = server["ServerApp"]["jpserver_extensions"]
-    assert extensions == {"nbgrader.server_extensions.formgrader": False,
-                          "nbgrader.server_extensions.course_list": False}
+    assert extensions == {
+        "nbgrader.server_extensions.formgrader": False,
+        "nbgrader.server_extensions.course_list": False,
+    }
     for name in extensions:
         __import__(name)
 
@@ -59,8 +64,12 @@ def test_cli_copies_then_starts(tmp_path: Path, monkeypatch, capsys) -> None:
     root = make_course(tmp_path / "course")
     started = []
     monkeypatch.setattr(lab, "run", lambda args, env: started.append(args) or 0)
-    assert cli.main(["--course", str(root), "lab", str(tmp_path / "work"), "--port", "9000", "--token", "t",
-                     "--no-browser"]) == 0
+    assert (
+        cli.main(
+            ["--course", str(root), "lab", str(tmp_path / "work"), "--port", "9000", "--token", "t", "--no-browser"]
+        )
+        == 0
+    )
     assert (tmp_path / "work" / LAB / f"{LAB}.ipynb").is_file()
     assert f"{LAB}/{LAB}.ipynb" in capsys.readouterr().out
     assert started and {"--ServerApp.port=9000", "--IdentityProvider.token=t", "--no-browser"} <= set(started[0])
@@ -69,8 +78,13 @@ def test_cli_copies_then_starts(tmp_path: Path, monkeypatch, capsys) -> None:
 def test_lab_defaults_to_workspace() -> None:
     """Does `python -m autograder lab` default to the folder workspace on 127.0.0.1?"""
     args = cli._parser().parse_args(["lab"])
-    assert (args.dir, args.ip, args.port, args.token, args.no_browser) == (Path("workspace"), "127.0.0.1",
-                                                                         None, None, False)
+    assert (args.dir, args.ip, args.port, args.token, args.no_browser) == (
+        Path("workspace"),
+        "127.0.0.1",
+        None,
+        None,
+        False,
+    )
 
 
 def test_make_lab_runs_the_lab_command() -> None:
@@ -79,4 +93,3 @@ def test_make_lab_runs_the_lab_command() -> None:
     recipe = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
     assert "$(BIN)/python -m autograder lab workspace" in recipe
     assert "jupyter lab" not in recipe
-

@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import chromium
 import nbformat
 import pytest
 
 from autograder.grading import course
+from tests import chromium
 
 pytestmark = pytest.mark.slow
 
@@ -74,8 +74,9 @@ def _start(args: list[str], cwd: Path, port: int, tmp: Path) -> Server:
     """Start a server in its own process group and wait until its API answers."""
     log = tmp / "server.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(args, cwd=cwd, env=_env(tmp), stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args, cwd=cwd, env=_env(tmp), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     server = Server(f"http://127.0.0.1:{port}", proc)
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
@@ -107,8 +108,18 @@ def student(tmp_path_factory) -> Iterator[Server]:
     """`python -m autograder lab DIR`, the command of `make lab`, on a temporary workspace."""
     tmp = tmp_path_factory.mktemp("student")
     port = _free_port()
-    args = [sys.executable, "-m", "autograder", "lab", str(tmp / "workspace"),
-            "--no-browser", "--port", str(port), "--token", TOKEN]
+    args = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "lab",
+        str(tmp / "workspace"),
+        "--no-browser",
+        "--port",
+        str(port),
+        "--token",
+        TOKEN,
+    ]
     server = _start(args, REPO, port, tmp)
     yield server
     _stop(server)
@@ -124,8 +135,14 @@ def instructor(tmp_path_factory) -> Iterator[Server]:
     for folder in ("solutions", "notebooks"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     port = _free_port()
-    args = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", f"--port={port}",
-            f"--IdentityProvider.token={TOKEN}", *(["--allow-root"] if os.geteuid() == 0 else [])]
+    args = [
+        str(Path(sys.executable).parent / "jupyter"),
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        *(["--allow-root"] if os.geteuid() == 0 else []),
+    ]
     server = _start(args, root, port, tmp)
     yield server
     _stop(server)
@@ -158,12 +175,17 @@ def _open_menu(browser, menu: str) -> dict:
     from selenium.webdriver.common.by import By
 
     def item(b):  # an extension's menu may join the bar after the bar is shown
-        return next((i for i in b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
-                     if i.text.strip() == menu), None)
+        return next(
+            (i for i in b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item") if i.text.strip() == menu),
+            None,
+        )
 
     _wait(browser, item, f"no {menu} menu in the menu bar").click()
-    entries = _wait(browser, lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item")
-                                        if e.is_displayed()], f"the {menu} menu did not open")
+    entries = _wait(
+        browser,
+        lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item") if e.is_displayed()],
+        f"the {menu} menu did not open",
+    )
     return {e.find_element(By.CSS_SELECTOR, ".lm-Menu-itemLabel").text.strip(): e for e in entries}
 
 
@@ -189,8 +211,11 @@ def _open_lab(browser, server: Server, path: str = "") -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(f"{server.url}/lab{'/tree/' + path if path else ''}?token={TOKEN}")
-    _wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item"),
-          "JupyterLab did not load")
+    _wait(
+        browser,
+        lambda b: b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item"),
+        "JupyterLab did not load",
+    )
 
 
 def _kernel_states(server: Server) -> list[str]:
@@ -213,8 +238,9 @@ def _solution(grade_id: str) -> str:
     """The solution of exercise ``grade_id`` from solutions/, without its BEGIN/END SOLUTION lines."""
     nb = nbformat.read(REPO / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-    return "\n".join(line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line
-                     and "### END SOLUTION" not in line)
+    return "\n".join(
+        line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
 
 PASTE = """
@@ -238,7 +264,7 @@ def test_student_server_has_no_instructor_tools(student):
     """Does the student's server disable nbgrader's instructor plugins and serve no Formgrader, keeping Validate?"""
     page = _get(f"{student.url}/lab?token={TOKEN}").decode()
     start = page.index(">", page.index('id="jupyter-config-data"')) + 1
-    config = json.loads(page[start:page.index("</script>", start)])
+    config = json.loads(page[start : page.index("</script>", start)])
     disabled = set(config["disabledExtensions"])
     assert {f"@jupyter/nbgrader:{p}" for p in ("create-assignment", "formgrader", "course-list")} <= disabled
     assert not {f"@jupyter/nbgrader:{p}" for p in ("validate-assignment", "assignment-list", "menu")} & disabled
@@ -272,8 +298,12 @@ def test_student_works_through_lab_02(browser, student):
     _wait(browser, lambda b: "check_softmax passed." in _output(b, 5), "the pasted solution did not pass")
 
     browser.find_element(By.CSS_SELECTOR, ".validate-button").click()
-    dialog = _wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Dialog-content"),
-                   "Validate showed no dialog", timeout=2 * TIMEOUT)[0]
+    dialog = _wait(
+        browser,
+        lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Dialog-content"),
+        "Validate showed no dialog",
+        timeout=2 * TIMEOUT,
+    )[0]
     report = dialog.text
     assert "check_single_query_attention" in report and "NotImplementedError" in report, report
     assert "check_softmax(softmax)" not in report, report  # the solved exercise is not listed as failing
@@ -283,7 +313,8 @@ def test_student_works_through_lab_02(browser, student):
     assert "Assignment List" in entries
     assert not [e for e in INSTRUCTOR_ENTRIES if e in entries], entries
     tabs = browser.execute_script(
-        "return [...document.querySelectorAll('.jp-SideBar .lm-TabBar-tab')].map(t => t.title + ' ' + t.textContent)")
+        "return [...document.querySelectorAll('.jp-SideBar .lm-TabBar-tab')].map(t => t.title + ' ' + t.textContent)"
+    )
     assert not [t for t in tabs if "Create Assignment" in t], tabs
     assert not browser.find_elements(By.ID, "nbgrader-create_assignemnt")  # (sic) nbgrader's id
 
@@ -300,5 +331,8 @@ def test_instructor_keeps_formgrader(browser, instructor):
 
     browser.get(f"{instructor.url}/formgrader/manage_assignments")
     labs = course.labs(REPO)
-    _wait(browser, lambda b: all(lab in b.find_element(By.TAG_NAME, "body").text for lab in labs),
-          f"Formgrader did not list {labs}")
+    _wait(
+        browser,
+        lambda b: all(lab in b.find_element(By.TAG_NAME, "body").text for lab in labs),
+        f"Formgrader did not list {labs}",
+    )

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import LAB, REPO, answered, index_of, make_course, with_cell
 from nbgrader.utils import compute_checksum
 
 from autograder import cli
 from autograder.grading import course, workspace
+from tests.grading.helpers import LAB, REPO, answered, index_of, make_course, with_cell
 
 OTHER = "02-self-attention"
 NOW = datetime(2026, 11, 23, 12, 4)
@@ -59,19 +59,38 @@ def _changed_test(nb) -> None:
 def _new_exercise(nb) -> None:
     at = index_of(nb, "test_mean_squared_error") + 1
     answer = nbformat.v4.new_code_cell(
-        "def leaky_relu(x, slope=0.01):\n    # YOUR CODE HERE\n    raise NotImplementedError()")
-    answer.metadata["nbgrader"] = {"grade": False, "grade_id": "leaky_relu", "locked": False,
-                                   "schema_version": 3, "solution": True, "task": False}
+        "def leaky_relu(x, slope=0.01):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+    )
+    answer.metadata["nbgrader"] = {
+        "grade": False,
+        "grade_id": "leaky_relu",
+        "locked": False,
+        "schema_version": 3,
+        "solution": True,
+        "task": False,
+    }
     test = nbformat.v4.new_code_cell("assert leaky_relu(torch.tensor([-1.0])).item() < 0")
-    test.metadata["nbgrader"] = {"grade": True, "grade_id": "test_leaky_relu", "locked": True, "points": 1,
-                                 "schema_version": 3, "solution": False, "task": False}
+    test.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "test_leaky_relu",
+        "locked": True,
+        "points": 1,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     nb.cells[at:at] = [answer, test]
 
 
-@pytest.mark.parametrize("edit, changed", [(_erratum, "relu_text (text changed)"),
-                                           (_changed_test, "test_relu (test changed)"),
-                                           (_new_exercise, "leaky_relu (new exercise)")],
-                         ids=["erratum-in-text", "changed-test", "new-exercise"])
+@pytest.mark.parametrize(
+    "edit, changed",
+    [
+        (_erratum, "relu_text (text changed)"),
+        (_changed_test, "test_relu (test changed)"),
+        (_new_exercise, "leaky_relu (new exercise)"),
+    ],
+    ids=["erratum-in-text", "changed-test", "new-exercise"],
+)
 def test_changed_release_carries_answers_and_keeps_a_backup(tmp_path: Path, capsys, edit, changed) -> None:
     """After an erratum, a changed test or a new exercise, is the new release written with every answer
     carried over, the old copy kept as a dated backup, and the change said?"""
@@ -90,8 +109,9 @@ def test_changed_release_carries_answers_and_keeps_a_backup(tmp_path: Path, caps
     for cell in release.cells:  # every other cell is the new release's
         if not cell.metadata["nbgrader"]["solution"]:
             assert _cell(mine, cell.metadata["nbgrader"]["grade_id"]).source == cell.source
-    assert [c.metadata["nbgrader"]["grade_id"] for c in mine.cells] == \
-           [c.metadata["nbgrader"]["grade_id"] for c in release.cells]
+    assert [c.metadata["nbgrader"]["grade_id"] for c in mine.cells] == [
+        c.metadata["nbgrader"]["grade_id"] for c in release.cells
+    ]
     backups = sorted((target / "backups").iterdir())
     assert len(backups) == 1 and backups[0].read_bytes() == before and backups[0].name.startswith(f"{LAB}.20")
     assert f"updated {LAB}/{LAB}.ipynb" in out and changed in out and str(backups[0]) in out
@@ -116,7 +136,7 @@ def test_own_cells_stay_after_the_same_graded_cell(tmp_path: Path) -> None:
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("my title"))
     path = _student(root, target, nb)
     _edit_release(root, lambda r: r.cells.insert(index_of(r, "relu_text"), _locked_markdown("new_text", "A new note.")))
-    update, = workspace.sync(root, target, now=NOW).updated
+    (update,) = workspace.sync(root, target, now=NOW).updated
     mine = nbformat.read(str(path), as_version=4)
     sources = [c.source for c in mine.cells]
     assert sources[0] == "my title"
@@ -127,8 +147,14 @@ def test_own_cells_stay_after_the_same_graded_cell(tmp_path: Path) -> None:
 
 def _locked_markdown(grade_id: str, source: str) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_markdown_cell(source)
-    cell.metadata["nbgrader"] = {"grade": False, "grade_id": grade_id, "locked": True, "schema_version": 3,
-                                 "solution": False, "task": False}
+    cell.metadata["nbgrader"] = {
+        "grade": False,
+        "grade_id": grade_id,
+        "locked": True,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     return cell
 
 
@@ -138,8 +164,9 @@ def test_answer_to_a_removed_exercise_is_kept_at_the_end(tmp_path: Path, capsys)
     root, target = make_course(tmp_path / "course"), tmp_path / "work"
     path = _student(root, target)
     gone = {"mse_text", "mean_squared_error", "test_mean_squared_error"}
-    _edit_release(root, lambda r: setattr(r, "cells", [c for c in r.cells
-                                                       if c.metadata["nbgrader"]["grade_id"] not in gone]))
+    _edit_release(
+        root, lambda r: setattr(r, "cells", [c for c in r.cells if c.metadata["nbgrader"]["grade_id"] not in gone])
+    )
     assert cli.main(["--course", str(root), "workspace", str(target)]) == 0
     assert "answers kept at the end (their exercise left the lab): mean_squared_error" in capsys.readouterr().out
     mine = nbformat.read(str(path), as_version=4)
@@ -159,9 +186,13 @@ def test_unanswered_exercise_takes_the_new_stub(tmp_path: Path) -> None:
     """Is an exercise the student has not touched replaced by the new release's version of it?"""
     root, target = make_course(tmp_path / "course"), tmp_path / "work"
     path = _student(root, target, answered("relu"))
-    _edit_release(root, lambda r: setattr(_cell(r, "mean_squared_error"), "source",
-                                          _cell(r, "mean_squared_error").source + "\n# hint: use .mean()"))
-    update, = workspace.sync(root, target, now=NOW).updated
+    _edit_release(
+        root,
+        lambda r: setattr(
+            _cell(r, "mean_squared_error"), "source", _cell(r, "mean_squared_error").source + "\n# hint: use .mean()"
+        ),
+    )
+    (update,) = workspace.sync(root, target, now=NOW).updated
     mine = nbformat.read(str(path), as_version=4)
     assert _cell(mine, "mean_squared_error").source.endswith("# hint: use .mean()")
     assert update.carried == ["relu"] and update.unanswered == ["mean_squared_error"]
@@ -229,10 +260,11 @@ def test_copy_made_before_the_manifest(tmp_path: Path) -> None:
     before = path.read_bytes()
     assert workspace.sync(root, target).kept == [f"{LAB}/{LAB}.ipynb"] and path.read_bytes() == before
     assert json.loads((target / workspace.MANIFEST).read_text()) == {
-        f"{LAB}/{LAB}.ipynb": workspace._sha256(_release_path(root))}
+        f"{LAB}/{LAB}.ipynb": workspace._sha256(_release_path(root))
+    }
     (target / workspace.MANIFEST).unlink()
     _edit_release(root, _erratum)
-    update, = workspace.sync(root, target).updated
+    (update,) = workspace.sync(root, target).updated
     assert update.carried == list(ANSWERS) and update.changed == ["relu_text (text changed)"]
 
 
@@ -251,6 +283,6 @@ def test_unreadable_copy_is_backed_up(tmp_path: Path) -> None:
     path = _student(root, target)
     path.write_text("my answers")
     _edit_release(root, _erratum)
-    update, = workspace.sync(root, target).updated
+    (update,) = workspace.sync(root, target).updated
     assert update.unreadable and update.backup.read_text() == "my answers"
     assert path.read_bytes() == _release_path(root).read_bytes()

@@ -24,16 +24,22 @@ class HubUser:
         # the login starts a new session, and the hub's XSRF token is tied to the session: take the new one
         self.opener.open(f"{base}/hub/home", timeout=timeout).read()
         xsrf = next(c.value for c in jar if c.name == "_xsrf" and c.path == "/hub/")  # not the user server's
-        reply = self.opener.open(urllib.request.Request(
-            f"{base}/hub/api/users/{name}/tokens", data=json.dumps({"note": "hub test", "expires_in": 3600}).encode(),
-            headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"}), timeout=timeout)
+        reply = self.opener.open(
+            urllib.request.Request(
+                f"{base}/hub/api/users/{name}/tokens",
+                data=json.dumps({"note": "hub test", "expires_in": 3600}).encode(),
+                headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"},
+            ),
+            timeout=timeout,
+        )
         self.token = json.loads(reply.read())["token"]
 
     def request(self, path: str, method: str = "GET", body: dict | None = None) -> tuple[int, str]:
         """(status, body) of ``path`` (under the hub's address) with this user's token; errors are answers too."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.base}{path}", data=data, method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.base}{path}", data=data, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as reply:
                 return reply.status, reply.read().decode(errors="replace")
@@ -54,11 +60,12 @@ class HubUser:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             server = self.server()
-            if (bool(server and server["ready"]) if ready else server is None):
+            if bool(server and server["ready"]) if ready else server is None:
                 return
             time.sleep(0.5)
-        raise AssertionError(f"the server of {self.name} is not {'ready' if ready else 'stopped'} after "
-                             f"{self.timeout} s")
+        raise AssertionError(
+            f"the server of {self.name} is not {'ready' if ready else 'stopped'} after {self.timeout} s"
+        )
 
     def start(self) -> None:
         if self.server() is None:

@@ -19,12 +19,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "book" / "guides" / "instructor.md"
 # Every name the guide's blocks use; the names block sets exactly these (the test, its own values).
-NAMES = ("COURSE_ROOT", "COURSE_ENV", "COURSE_REPO", "COURSE_INSTRUCTORS", "COURSE_STUDENTS",
-         "NBGRADER_EXCHANGE", "HUB_DIR", "INSTRUCTOR", "LAB")
+NAMES = (
+    "COURSE_ROOT",
+    "COURSE_ENV",
+    "COURSE_REPO",
+    "COURSE_INSTRUCTORS",
+    "COURSE_STUDENTS",
+    "NBGRADER_EXCHANGE",
+    "HUB_DIR",
+    "INSTRUCTOR",
+    "LAB",
+)
 ROLES = ("hub-root", "hub-instructor", "hub-student")
 # The guide's blocks in the order the end-to-end test runs them (the guide's order).
-STEPS = ("hub-groups", "hub-student-account", "hub-clone", "hub-env", "hub-wheel", "hub-install", "hub-start",
-         "hub-formgrader", "hub-release", "hub-fetch", "hub-submit", "hub-grade", "hub-feedback")
+STEPS = (
+    "hub-groups",
+    "hub-student-account",
+    "hub-clone",
+    "hub-env",
+    "hub-wheel",
+    "hub-install",
+    "hub-start",
+    "hub-formgrader",
+    "hub-release",
+    "hub-fetch",
+    "hub-submit",
+    "hub-grade",
+    "hub-feedback",
+)
 # The system's PATH, without any virtual environment: the commands name the shared one themselves.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -77,8 +99,14 @@ def command(block: Block, names: dict[str, str], user: str | None = None, **extr
     return ["runuser", "-u", user, "--", "env", "-i", *pairs, *script], {"PATH": SYSTEM_PATH}
 
 
-def run(name: str, names: dict[str, str], user: str | None = None, log: Path | None = None,
-        timeout: float = 900, **extra: str) -> str:
+def run(
+    name: str,
+    names: dict[str, str],
+    user: str | None = None,
+    log: Path | None = None,
+    timeout: float = 900,
+    **extra: str,
+) -> str:
     """Run the guide's block ``name`` to its end; fail with its output when it fails."""
     block = step(name)
     assert (user is None) == (block.role == "hub-root"), f"{name} is a {block.role} block"
@@ -89,18 +117,28 @@ def run(name: str, names: dict[str, str], user: str | None = None, log: Path | N
     output = done.stdout + done.stderr
     if log is not None:
         with open(log, "a") as out:
-            out.write(f"===== {name} as {user or 'root'}: exit {done.returncode} after "
-                      f"{time.monotonic() - start:.0f} s\n{output}\n")
+            out.write(
+                f"===== {name} as {user or 'root'}: exit {done.returncode} after "
+                f"{time.monotonic() - start:.0f} s\n{output}\n"
+            )
     if done.returncode != 0:
-        raise AssertionError(f"the guide's block {name}, run as {user or 'root'}, failed "
-                             f"(exit {done.returncode}):\n{block.code}\n--- output:\n{output[-4000:]}")
+        raise AssertionError(
+            f"the guide's block {name}, run as {user or 'root'}, failed "
+            f"(exit {done.returncode}):\n{block.code}\n--- output:\n{output[-4000:]}"
+        )
     return output
 
 
 def as_user(user: str, *args: str) -> subprocess.CompletedProcess:
     """``args`` run as ``user`` (for the tests' reads and writes), in their home."""
-    return subprocess.run(["runuser", "-u", user, "--", *args], cwd=home(user), capture_output=True, text=True,
-                          env={"PATH": SYSTEM_PATH, "HOME": str(home(user))}, timeout=120)
+    return subprocess.run(
+        ["runuser", "-u", user, "--", *args],
+        cwd=home(user),
+        capture_output=True,
+        text=True,
+        env={"PATH": SYSTEM_PATH, "HOME": str(home(user))},
+        timeout=120,
+    )
 
 
 def processes_of(uid: int) -> list[int]:

@@ -36,21 +36,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import chromium
-import hub_helpers as hh
 import nbformat
 import pytest
-from hub_client import HubUser
 
-from autograder.grading.grader import verdicts
+from autograder.grading.grader.verdict import into_notebook as verdicts
+from tests import chromium
+from tests.hub import hub_helpers as hh
+from tests.hub.hub_client import HubUser
 
 pytestmark = [pytest.mark.slow, pytest.mark.hub]
 
 LAB = "00-warmup"
 ENV_CACHE = Path("/var/cache/transformer-course-hub-test")
 TIMEOUT = 90  # seconds to wait for the hub, a server, a page or a button
-INSTRUCTOR_TOOLS = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
-                    "@jupyter/nbgrader:course-list"]
+INSTRUCTOR_TOOLS = [
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:course-list",
+]
 
 
 @dataclass
@@ -91,8 +94,9 @@ def _free_port() -> int:
 
 def _course_repo(dest: Path, owner: str) -> None:
     """A git repository holding this work tree's files (tracked and new, as they are now), owned by ``owner``."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=hh.REPO, check=True,
-                           capture_output=True, text=True).stdout.split("\0")
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=hh.REPO, check=True, capture_output=True, text=True
+    ).stdout.split("\0")
     for name in filter(None, files):
         if (hh.REPO / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -106,8 +110,9 @@ def _course_repo(dest: Path, owner: str) -> None:
 def _solution(cell_id: str) -> str:
     nb = nbformat.read(hh.REPO / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
-    return "\n".join(line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line
-                     and "### END SOLUTION" not in line)
+    return "\n".join(
+        line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
 
 def _answer(path: Path, cell_ids: list[str]) -> None:
@@ -126,8 +131,9 @@ def _start_hub(run: Run) -> None:
     ports = {k: f"http://127.0.0.1:{_free_port()}" for k in ("HUB_INTERNAL_URL", "HUB_PROXY_API_URL")}
     args, env = hh.command(hh.step("hub-start"), run.names, HUB_BIND_URL=run.base, **ports)
     with open(run.log.with_name("hub.log"), "w") as out:
-        run.hub = subprocess.Popen(args, env={**env, "HOME": "/root"}, cwd="/", stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        run.hub = subprocess.Popen(
+            args, env={**env, "HOME": "/root"}, cwd="/", stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         assert run.hub.poll() is None, f"the hub exited:\n{run.log.with_name('hub.log').read_text()[-4000:]}"
@@ -135,6 +141,7 @@ def _start_hub(run: Run) -> None:
             with socket.create_connection(("127.0.0.1", int(run.base.rsplit(":", 1)[1])), timeout=2):
                 pass
             import urllib.request
+
             urllib.request.urlopen(f"{run.base}/hub/api", timeout=5).read()
             return
         except OSError:
@@ -159,20 +166,38 @@ def _menu(browser, name: str) -> dict:
     """Open the main menu ``name``; its visible entries, label to element."""
     from selenium.webdriver.common.by import By
 
-    item = _wait(browser, lambda b: next((i for i in b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
-                                          if i.text.strip() == name), None), f"no {name} menu")
+    item = _wait(
+        browser,
+        lambda b: next(
+            (i for i in b.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item") if i.text.strip() == name),
+            None,
+        ),
+        f"no {name} menu",
+    )
     item.click()
-    entries = _wait(browser, lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item")
-                                        if e.is_displayed()], f"the {name} menu did not open")
+    entries = _wait(
+        browser,
+        lambda b: [e for e in b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item") if e.is_displayed()],
+        f"the {name} menu did not open",
+    )
     return {e.find_element(By.CSS_SELECTOR, ".lm-Menu-itemLabel").text.strip(): e for e in entries}
 
 
 def _button(browser, label: str):
     from selenium.webdriver.common.by import By
 
-    return _wait(browser, lambda b: next((e for e in b.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
-                                          if e.is_displayed() and e.is_enabled()), None),
-                 f"no {label} button in the Assignment List")
+    return _wait(
+        browser,
+        lambda b: next(
+            (
+                e
+                for e in b.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
+                if e.is_displayed() and e.is_enabled()
+            ),
+            None,
+        ),
+        f"no {label} button in the Assignment List",
+    )
 
 
 PASTE = """
@@ -210,8 +235,15 @@ def _browser_student(run: Run, name: str, profile: Path) -> None:
         editor.send_keys(Keys.CONTROL, "a")
         browser.execute_script(PASTE, editor, _solution("relu"))
         editor.send_keys(Keys.CONTROL, "s")
-        _wait(browser, lambda b: "torch.where" in notebook.read_text() or "x > 0" in notebook.read_text()
-              or _solution("relu").splitlines()[-1].strip() in notebook.read_text(), "the answer was not saved")
+        _wait(
+            browser,
+            lambda b: (
+                "torch.where" in notebook.read_text()
+                or "x > 0" in notebook.read_text()
+                or _solution("relu").splitlines()[-1].strip() in notebook.read_text()
+            ),
+            "the answer was not saved",
+        )
 
         _menu(browser, "Nbgrader")["Assignment List"].click()
         _button(browser, "Submit").click()
@@ -232,10 +264,17 @@ def run(tmp_path_factory) -> Iterator[Run]:
     base.mkdir(mode=0o755)
     digest = __import__("hashlib").sha256((hh.REPO / "hub" / "requirements.txt").read_bytes()).hexdigest()[:12]
     ENV_CACHE.mkdir(mode=0o755, parents=True, exist_ok=True)
-    names = {"COURSE_ROOT": str(base / "course"), "COURSE_ENV": str(ENV_CACHE / f"env-{digest}"),
-             "COURSE_REPO": str(base / "repo"), "COURSE_INSTRUCTORS": f"{prefix}-instructors",
-             "COURSE_STUDENTS": f"{prefix}-students", "NBGRADER_EXCHANGE": str(base / "exchange"),
-             "HUB_DIR": str(base / "hub"), "INSTRUCTOR": instructor, "LAB": LAB}
+    names = {
+        "COURSE_ROOT": str(base / "course"),
+        "COURSE_ENV": str(ENV_CACHE / f"env-{digest}"),
+        "COURSE_REPO": str(base / "repo"),
+        "COURSE_INSTRUCTORS": f"{prefix}-instructors",
+        "COURSE_STUDENTS": f"{prefix}-students",
+        "NBGRADER_EXCHANGE": str(base / "exchange"),
+        "HUB_DIR": str(base / "hub"),
+        "INSTRUCTOR": instructor,
+        "LAB": LAB,
+    }
     log = hh.REPO / "_build" / "hub-test" / "steps.log"  # each step's output and time; hub.log beside it
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
@@ -243,10 +282,18 @@ def run(tmp_path_factory) -> Iterator[Run]:
     run = Run(f"http://127.0.0.1:{_free_port()}", names, instructor, students, passwords, log)
     try:
         for user in (instructor, *students):  # homes open to all, as many distributions make them
-            subprocess.run(["useradd", "--create-home", "--key", "HOME_MODE=0755", "--shell", "/bin/bash",
-                            "--user-group", user], check=True, capture_output=True)
-        subprocess.run(["chpasswd"], input="".join(f"{u}:{p}\n" for u, p in passwords.items()), text=True,
-                       check=True, capture_output=True)
+            subprocess.run(
+                ["useradd", "--create-home", "--key", "HOME_MODE=0755", "--shell", "/bin/bash", "--user-group", user],
+                check=True,
+                capture_output=True,
+            )
+        subprocess.run(
+            ["chpasswd"],
+            input="".join(f"{u}:{p}\n" for u, p in passwords.items()),
+            text=True,
+            check=True,
+            capture_output=True,
+        )
         (base / "repo").mkdir()
         _course_repo(base / "repo", instructor)
 
@@ -302,8 +349,11 @@ def _teardown(run: Run, base: Path, prefix: str) -> None:
 
 def _grades(run: Run) -> dict[str, tuple[float, float]]:
     text = (Path(run.names["COURSE_ROOT"]) / "grades.csv").read_text()
-    return {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-            for row in csv.DictReader(io.StringIO(text)) if row["lab"] == LAB}
+    return {
+        row["student_id"]: (float(row["score"]), float(row["max_score"]))
+        for row in csv.DictReader(io.StringIO(text))
+        if row["lab"] == LAB
+    }
 
 
 def _feedback(student: str) -> Path:
@@ -344,9 +394,13 @@ def test_students_run_the_course_wheel(run):
     """Does a student's Python import the course package from the shared environment's own copy of
     the wheel (not an editable install pointing into the instructor's clone)?"""
     env = run.names["COURSE_ENV"]
-    found = hh.as_user(run.students[0], f"{env}/bin/python", "-c",
-                       "import autograder, importlib.metadata as m; print(autograder.__file__);"
-                       "print(m.distribution('transformer-course').read_text('direct_url.json'))")
+    found = hh.as_user(
+        run.students[0],
+        f"{env}/bin/python",
+        "-c",
+        "import autograder, importlib.metadata as m; print(autograder.__file__);"
+        "print(m.distribution('transformer-course').read_text('direct_url.json'))",
+    )
     assert found.returncode == 0, found.stderr
     where, origin = found.stdout.split("\n", 1)
     assert where.startswith(f"{env}/lib/") and '"editable": true' not in origin, found.stdout
@@ -356,7 +410,7 @@ def _page_config(user: HubUser) -> dict:
     status, page = user.get("/lab")
     assert status == 200, page[-2000:]
     start = page.index(">", page.index('id="jupyter-config-data"')) + 1
-    return json.loads(page[start:page.index("</script>", start)])
+    return json.loads(page[start : page.index("</script>", start)])
 
 
 def test_a_student_reads_nothing_of_another_or_of_the_course(run):
@@ -364,10 +418,17 @@ def test_a_student_reads_nothing_of_another_or_of_the_course(run):
     submissions, grades or gradebook? (Each path is readable by its owner: the refusals are the modes'.)"""
     terminal, browser = run.students
     course = Path(run.names["COURSE_ROOT"])
-    theirs = [hh.home(terminal) / LAB / f"{LAB}.ipynb", _feedback(terminal),
-              hh.home(terminal) / ".local/share/jupyter/nbgrader_cache"]
-    courses = [course / "solutions" / LAB / f"{LAB}.ipynb", course / "gradebook.db", course / "grades.csv",
-               course / "submitted" / terminal / LAB / f"{LAB}.ipynb"]
+    theirs = [
+        hh.home(terminal) / LAB / f"{LAB}.ipynb",
+        _feedback(terminal),
+        hh.home(terminal) / ".local/share/jupyter/nbgrader_cache",
+    ]
+    courses = [
+        course / "solutions" / LAB / f"{LAB}.ipynb",
+        course / "gradebook.db",
+        course / "grades.csv",
+        course / "submitted" / terminal / LAB / f"{LAB}.ipynb",
+    ]
     for owner, paths in ((terminal, theirs), (run.instructor, courses)):
         for path in paths:
             assert hh.as_user(owner, "ls", "-d", str(path)).returncode == 0, f"{owner} cannot reach {path}"
@@ -385,15 +446,34 @@ def test_formgrader_turned_back_on_by_a_student_reaches_nothing(run):
     course = run.names["COURSE_ROOT"]
     config = hh.home(browser) / ".jupyter" / "nbgrader_config.py"
     config.parent.mkdir(exist_ok=True)
-    config.write_text(f"c = get_config()\nc.CourseDirectory.root = {course!r}\n"
-                      f"load_subconfig({course + '/nbgrader_config.py'!r})\n")
+    config.write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {course!r}\nload_subconfig({course + '/nbgrader_config.py'!r})\n"
+    )
     subprocess.run(["chown", "-R", f"{browser}:", str(config.parent)], check=True)
     port, token, env = _free_port(), secrets.token_hex(8), run.names["COURSE_ENV"]
     server = subprocess.Popen(
-        ["runuser", "-u", browser, "--", "env", "-i", f"HOME={hh.home(browser)}", f"PATH={env}/bin:{hh.SYSTEM_PATH}",
-         f"{env}/bin/jupyter", "server", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", "--ServerApp.root_dir=/"],
-        cwd=hh.home(browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            "runuser",
+            "-u",
+            browser,
+            "--",
+            "env",
+            "-i",
+            f"HOME={hh.home(browser)}",
+            f"PATH={env}/bin:{hh.SYSTEM_PATH}",
+            f"{env}/bin/jupyter",
+            "server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}",
+            "--ServerApp.root_dir=/",
+        ],
+        cwd=hh.home(browser),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         user = _Local(f"http://127.0.0.1:{port}", token)
         user.wait()

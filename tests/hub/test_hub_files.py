@@ -9,17 +9,28 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import hub_helpers as hh
 from traitlets.config.loader import PyFileConfigLoader
 
+from tests.hub import hub_helpers as hh
+
 HUB = hh.REPO / "hub"
-BOOK_AND_TESTS = {"jupyter-book", "sphinx-mathjax-offline", "sphinxcontrib-bibtex", "selenium", "selenium-axe-python",
-                  "pytest", "pytest-xdist", "ruff", "mypy", "transformers"}
+BOOK_AND_TESTS = {
+    "jupyter-book",
+    "sphinx-mathjax-offline",
+    "sphinxcontrib-bibtex",
+    "selenium",
+    "selenium-axe-python",
+    "pytest",
+    "pytest-xdist",
+    "ruff",
+    "mypy",
+    "pre-commit",
+    "transformers",
+}
 
 
 def _pins(path: Path) -> dict[str, str]:
-    return {m.group(1).lower(): m.group(2)
-            for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)", path.read_text(), re.M)}
+    return {m.group(1).lower(): m.group(2) for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)", path.read_text(), re.M)}
 
 
 def test_hub_pins_are_the_course_pins():
@@ -45,8 +56,10 @@ def test_the_guide_blocks_are_the_steps_the_hub_test_runs():
 
 def test_block_parser_reads_class_and_name():
     """Does the parser take a block's role from its class and skip code blocks without a hub class?"""
-    text = ("```{code-block} bash\n:class: hub-root\n:name: one\necho 1\n```\n\n"
-            "```{code-block} bash\n:caption: other\necho 2\n```\n")
+    text = (
+        "```{code-block} bash\n:class: hub-root\n:name: one\necho 1\n```\n\n"
+        "```{code-block} bash\n:caption: other\necho 2\n```\n"
+    )
     assert hh.blocks(text) == [hh.Block("one", "hub-root", "echo 1\n")]
 
 
@@ -63,8 +76,9 @@ def test_hub_config_gives_students_the_student_settings_only(monkeypatch):
     shared environment dict alone?"""
     me = pwd.getpwuid(os.getuid()).pw_name
     instructors = grp.getgrgid(os.getgid()).gr_name  # this account's group: its owner is an "instructor"
-    cfg = _config({"COURSE_ENV": "/opt/env", "COURSE_ROOT": "/srv/course", "COURSE_INSTRUCTORS": instructors},
-                  monkeypatch).config
+    cfg = _config(
+        {"COURSE_ENV": "/opt/env", "COURSE_ROOT": "/srv/course", "COURSE_INSTRUCTORS": instructors}, monkeypatch
+    ).config
     assert cfg.PAMAuthenticator.open_sessions is False
     assert cfg.Spawner.cmd == ["/opt/env/bin/jupyterhub-singleuser"]
     assert instructors in cfg.PAMAuthenticator.allowed_groups

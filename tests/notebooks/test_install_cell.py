@@ -33,8 +33,22 @@ def test_install_cell_installs_this_version_from_the_site(folder: str, lab: str)
     first cell install exactly that version from there?"""
     nb = nbformat.read(str(REPO / folder / lab / f"{lab}.ipynb"), as_version=4)
     site = authoring.course_site(REPO)
-    assert nb.metadata[authoring.METADATA_KEY] == {"version": autograder.__version__, "site": site}, \
+    assert nb.metadata[authoring.METADATA_KEY] == {"version": autograder.__version__, "site": site}, (
         f"{folder}/{lab}: run `python -m autograder.authoring` and `python -m autograder release`"
-    assert nb.cells[0].source == authoring.install_source(autograder.__version__, site), \
+    )
+    assert nb.cells[0].source == authoring.install_source(autograder.__version__, site), (
         f"{folder}/{lab}: run `python -m autograder.authoring` and `python -m autograder release`"
+    )
     assert "import autograder\n" not in nb.cells[0].source.split("except")[0]  # never a bare import as the guard
+
+
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+@pytest.mark.parametrize("lab", LABS)
+def test_install_cell_shows_one_line(folder: str, lab: str):
+    """Is the install cell's code hidden where the lab is read, its first line (a title that says to
+    run it) shown: JupyterLab's source_hidden, Jupyter Book's hide-input tag, Colab's form view?"""
+    cell = nbformat.read(str(REPO / folder / lab / f"{lab}.ipynb"), as_version=4).cells[0]
+    assert cell.metadata["jupyter"]["source_hidden"] is True
+    assert "hide-input" in cell.metadata["tags"]
+    assert cell.metadata["cellView"] == "form"
+    assert cell.source.splitlines()[0].startswith("#@title Run this cell first")

@@ -15,8 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 def _run_cells(lab: str, cell_ids: list[str], replace: dict[str, str] | None = None) -> dict:
     """Execute the named cells of a solution lab, in order, in one namespace (with `old -> new`
     replacements in their source), and return the namespace."""
-    cells = {c.get("id"): "".join(c["source"])
-             for c in json.loads((REPO / "solutions" / lab / f"{lab}.ipynb").read_text())["cells"]}
+    cells = {
+        c.get("id"): "".join(c["source"])
+        for c in json.loads((REPO / "solutions" / lab / f"{lab}.ipynb").read_text())["cells"]
+    }
     namespace: dict = {"__name__": "__lab__"}
     for cell_id in cell_ids:
         source = cells[cell_id]
@@ -61,8 +63,11 @@ def test_lab3_relative_error_falls_below_five_percent_at_rank_14(seed, monkeypat
     """Lab 3 asks, on the right-hand plot, what rank keeps the error below 5% of ||W||_F. Is the
     plotted error relative (1 at rank 0), and is the answer rank 14 at the lab's seed (1) and two others?"""
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    lab = _run_cells("03-qk-low-rank", ["setup", "low-rank-factorize", "low-rank-error", "plot"],
-                     replace={"manual_seed(1)": f"manual_seed({seed})"})
+    lab = _run_cells(
+        "03-qk-low-rank",
+        ["setup", "low-rank-factorize", "low-rank-error", "plot"],
+        replace={"manual_seed(1)": f"manual_seed({seed})"},
+    )
     right = lab["axes"][1]
     for line in right.lines[:3]:  # singular values, the student's factors, random directions
         assert line.get_ydata()[0] == pytest.approx(1.0, abs=1e-5)

@@ -25,8 +25,11 @@ def fresh_course(tmp_path_factory) -> Path:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts
+    }
 
 
 @pytest.mark.slow
@@ -36,8 +39,9 @@ def test_committed_release_equals_a_fresh_regeneration(fresh_course: Path, lab: 
     fresh_release = course.release(fresh_course, [lab])[0].parent
     committed = REPO / "notebooks" / lab
     assert committed.is_dir(), f"notebooks/{lab} is missing: run `python -m autograder release {lab}`"
-    assert _files(committed) == _files(fresh_release / lab), \
+    assert _files(committed) == _files(fresh_release / lab), (
         f"notebooks/{lab} is out of date: run `python -m autograder release {lab}` and commit it"
+    )
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -49,9 +53,11 @@ def test_release_holds_no_solution_hidden_test_or_output(lab: str) -> None:
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
         assert marker not in text, f"{path.name} still contains '{marker}'"
     source = nbformat.read(str(REPO / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
-    solutions = {c.metadata["nbgrader"]["grade_id"] for c in source.cells
-                 if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
-                 and "### BEGIN SOLUTION" in c.source}
+    solutions = {
+        c.metadata["nbgrader"]["grade_id"]
+        for c in source.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution") and "### BEGIN SOLUTION" in c.source
+    }
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

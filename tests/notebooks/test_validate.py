@@ -44,8 +44,11 @@ def test_release_fails_every_graded_test_with_not_implemented(lab: str) -> None:
     inverted.invert = True
     result = inverted.validate(str(path))
     assert not result.get("passed") and not result.get("changed"), f"tests that pass on the stubs: {result}"
-    graded = [c for c in nbformat.read(str(path), as_version=4).cells
-              if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    graded = [
+        c
+        for c in nbformat.read(str(path), as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+    ]
     failed = _validator().validate(str(path)).get("failed", [])
     assert len(failed) == len(graded)
     for cell in failed:

@@ -30,14 +30,35 @@ TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3}
 def _losses(amp: str) -> tuple[list[float], torch.amp.GradScaler | None]:
     task = make_task("reverse", num_train=400, num_valid=0, num_test=0, seed=0, num_symbols=8, max_len=8)
     torch.manual_seed(0)
-    model = EncoderDecoder(TransformerConfig(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4,
-                                             num_layers=2, d_ff=64, dropout=0.0, max_len=16))
+    model = EncoderDecoder(
+        TransformerConfig(
+            len(task.src_vocab),
+            len(task.tgt_vocab),
+            d_model=32,
+            num_heads=4,
+            num_layers=2,
+            d_ff=64,
+            dropout=0.0,
+            max_len=16,
+        )
+    )
     recipe = TrainConfig(batch_size=32, warmup=10, lr_factor=0.2, amp=amp)
     optimizer, scheduler = make_optimizer(model, recipe)
     autocast, scaler = autocast_for(CPU, amp)
     data = training_batches(task, recipe)
-    losses = [train_step(model, *next(data), optimizer, scheduler, recipe.smoothing, task.tgt_vocab.pad_id,
-                         autocast=autocast, scaler=scaler) for _ in range(STEPS)]
+    losses = [
+        train_step(
+            model,
+            *next(data),
+            optimizer,
+            scheduler,
+            recipe.smoothing,
+            task.tgt_vocab.pad_id,
+            autocast=autocast,
+            scaler=scaler,
+        )
+        for _ in range(STEPS)
+    ]
     return losses, scaler
 
 

@@ -29,8 +29,10 @@ tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
 BOOK = "".join(p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parents[2] / "book").glob("*.md")))
-ENGLISH = ("The  quick brown fox\tjumps over the lazy dog.\n\nIt's 3.14 o'clock; we'll see.   \r\n"
-           "Don't   stop: tokens, tokenizers and TOKENS!\u00a0Café naïve  \n ") * 8
+ENGLISH = (
+    "The  quick brown fox\tjumps over the lazy dog.\n\nIt's 3.14 o'clock; we'll see.   \r\n"
+    "Don't   stop: tokens, tokenizers and TOKENS!\u00a0Café naïve  \n "
+) * 8
 KOREAN = "안녕하세요 세계. 한국어 토큰화는 재미있습니다! 안녕 하세요, 세계의 토큰화 " * 12
 EMOJI = "👍🏽 hi 👨‍👩‍👧 family ❤️ ok 🎉🎉🎉 🇫🇷🇰🇷 ✨x✨ " * 10
 TIES = "yy zz xx ab ab abc abc c c cd cd ba ba " * 3  # many pairs with equal counts
@@ -41,9 +43,13 @@ def library(text: str, vocab_size: int, special_tokens=SPECIAL_TOKENS, min_frequ
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
-                                  min_frequency=min_frequency, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(special_tokens),
+        min_frequency=min_frequency,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator([text], trainer)
     return tok
 
@@ -71,8 +77,14 @@ def random_text(seed: int, length: int) -> str:
     return "".join(out)
 
 
-def assert_equals_library(text: str, vocab_size: int, special_tokens=SPECIAL_TOKENS, min_frequency: int = 0,
-                          samples: tuple[str, ...] = (), round_trip: bool = True) -> None:
+def assert_equals_library(
+    text: str,
+    vocab_size: int,
+    special_tokens=SPECIAL_TOKENS,
+    min_frequency: int = 0,
+    samples: tuple[str, ...] = (),
+    round_trip: bool = True,
+) -> None:
     tok = library(text, vocab_size, special_tokens, min_frequency)
     lib_merges, lib_vocab = model_of(tok)
     merges = train_bpe(text, vocab_size, special_tokens, min_frequency)
@@ -88,6 +100,7 @@ def assert_equals_library(text: str, vocab_size: int, special_tokens=SPECIAL_TOK
 
 # ----------------------------------------------------------------------------- equal to tokenizers
 
+
 @pytest.mark.parametrize("vocab_size", [300, 1000])
 def test_lecture_text_equals_tokenizers(vocab_size):
     """Are the merges, vocabulary and ids those of `tokenizers` on the course's own lectures?"""
@@ -101,16 +114,19 @@ def test_lecture_text_equals_tokenizers_large_vocabularies(vocab_size):
     assert_equals_library(BOOK, vocab_size)
 
 
-@pytest.mark.parametrize("name, text, vocab_size", [
-    ("english with odd whitespace", ENGLISH, 300),
-    ("english with odd whitespace", ENGLISH, 400),
-    ("korean", KOREAN, 300),
-    ("korean", KOREAN, 500),
-    ("emoji", EMOJI, 290),
-    ("emoji", EMOJI, 330),
-    ("ties", TIES, 266),
-    ("random unicode", random_text(0, 20000), 600),
-])
+@pytest.mark.parametrize(
+    "name, text, vocab_size",
+    [
+        ("english with odd whitespace", ENGLISH, 300),
+        ("english with odd whitespace", ENGLISH, 400),
+        ("korean", KOREAN, 300),
+        ("korean", KOREAN, 500),
+        ("emoji", EMOJI, 290),
+        ("emoji", EMOJI, 330),
+        ("ties", TIES, 266),
+        ("random unicode", random_text(0, 20000), 600),
+    ],
+)
 def test_languages_equal_tokenizers(name, text, vocab_size):
     """Are the merges, vocabulary and ids those of `tokenizers` on English with odd whitespace,
     Korean, emoji, constructed ties and random Unicode?"""
@@ -122,8 +138,13 @@ def test_other_special_tokens_equal_tokenizers(special_tokens):
     """With no specials, one, a special that a merge spells ("ab": the merge reuses its id) and one
     that is a byte character ("c"), are merges and ids still those of `tokenizers`? (A special
     written in byte-level characters, "Ġa", decodes as bytes, " a", in both: no round trip.)"""
-    assert_equals_library(TIES + ENGLISH[:300], 256 + len(special_tokens) + 40, special_tokens,
-                          samples=("ab<s>c Ġa" + "".join(special_tokens),), round_trip="Ġa" not in special_tokens)
+    assert_equals_library(
+        TIES + ENGLISH[:300],
+        256 + len(special_tokens) + 40,
+        special_tokens,
+        samples=("ab<s>c Ġa" + "".join(special_tokens),),
+        round_trip="Ġa" not in special_tokens,
+    )
 
 
 @pytest.mark.parametrize("min_frequency", [2, 5])
@@ -150,6 +171,7 @@ def test_special_tokens_in_the_text_are_split_out_like_tokenizers():
 
 # ----------------------------------------------------------------------------- pre-tokenization and bytes
 
+
 def test_pre_tokenize_equals_bytelevel_on_random_strings():
     """Are the words those of `ByteLevel(add_prefix_space=False)`, Unicode classes and odd spaces included?"""
     lib = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -162,7 +184,7 @@ def test_pre_tokenize_equals_bytelevel_on_random_strings():
 def assert_classes_agree(code_points: list[int]) -> None:
     lib = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     for start in range(0, len(code_points), 4096):
-        chunk = [chr(cp) for cp in code_points[start:start + 4096]]
+        chunk = [chr(cp) for cp in code_points[start : start + 4096]]
         text = "".join(f"a{c}a1{c}1!{c}! {c} " for c in chunk)  # each probe splits apart where classes differ
         assert pre_tokenize(text) == [w for w, _ in lib.pre_tokenize_str(text)], f"near U+{ord(chunk[0]):04X}"
 
@@ -171,8 +193,30 @@ def test_pre_tokenize_classes_agree_on_tricky_code_points():
     """Are the code points where Python's \\w, \\s or unicodedata disagree with `tokenizers` (U+FE0F,
     superscripts, U+001C..U+001F, U+0085, letters new in Unicode 15 and 16), and a sample of all
     others, classed as `tokenizers` classes them?"""
-    tricky = [0xFE0F, 0xB2, 0xB3, 0xB9, 0x2070, 0xBD, *range(0x1C, 0x20), 0x85, 0xA0, 0x200B, 0x2028, 0x3000, 0x5F,
-              0x1C89, 0x105C0, 0x10D40, 0x16100, 0x2EBF0, 0x31350, 0x323AF, 0x323B0, 0x1E5F1]
+    tricky = [
+        0xFE0F,
+        0xB2,
+        0xB3,
+        0xB9,
+        0x2070,
+        0xBD,
+        *range(0x1C, 0x20),
+        0x85,
+        0xA0,
+        0x200B,
+        0x2028,
+        0x3000,
+        0x5F,
+        0x1C89,
+        0x105C0,
+        0x10D40,
+        0x16100,
+        0x2EBF0,
+        0x31350,
+        0x323AF,
+        0x323B0,
+        0x1E5F1,
+    ]
     assert_classes_agree(tricky + [cp for cp in range(0, 0x110000, 61) if not 0xD800 <= cp < 0xE000])
 
 
@@ -205,6 +249,7 @@ def test_decode_replaces_bad_utf8_like_tokenizers():
 
 # ----------------------------------------------------------------------------- the course's own promises
 
+
 def test_round_trip_on_random_strings():
     """Does decode(encode(s)) give s back for any string, special tokens included?"""
     tok = BPETokenizer.train(random_text(1, 5000) + ENGLISH, 400)
@@ -221,13 +266,23 @@ def test_round_trip_of_every_valid_string_and_lone_surrogates_refused_by_positio
     included), while a lone surrogate, which has no UTF-8 bytes, is refused naming its position
     in the whole text, by encode, training and pre-tokenization alike?"""
     tok = BPETokenizer.train(ENGLISH + KOREAN, 400)
-    for s in ["\x00", "\x7f\x80", "\ud7ff\ue000", "\ufeffBOM", "\uffff\ufffe", "\U00010000\U0010ffff", "e\u0301",
-              "😀 👍🏽", "\ufffd"]:
+    for s in [
+        "\x00",
+        "\x7f\x80",
+        "\ud7ff\ue000",
+        "\ufeffBOM",
+        "\uffff\ufffe",
+        "\U00010000\U0010ffff",
+        "e\u0301",
+        "😀 👍🏽",
+        "\ufffd",
+    ]:
         assert tok.decode(tok.encode(s)) == s, repr(s)
     for text, position in [("ok \ud800", 3), ("abc \udfff tail", 4), ("x\ud83d\ude00", 1), ("<bos>\udc80<eos>", 5)]:
         for call, args in [(tok.encode, (text,)), (train_bpe, (text, 300)), (pre_tokenize, (text,))]:
-            with pytest.raises(ValueError, match=f"lone surrogate, U\\+{ord(text[position]):04X}, at position "
-                                                 f"{position}:"):
+            with pytest.raises(
+                ValueError, match=f"lone surrogate, U\\+{ord(text[position]):04X}, at position {position}:"
+            ):
                 call(*args)
 
 
@@ -255,18 +310,21 @@ def test_tokenizer_object():
     assert BPETokenizer([list(m) for m in tok.merges]).vocab == tok.vocab  # merges read back from JSON
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: train_bpe("abc", 259), ValueError, "at least 260"),
-    (lambda: train_bpe("abc", 255, special_tokens=()), ValueError, "at least 256"),
-    (lambda: train_bpe(b"abc", 300), TypeError, "text must be a str, got bytes"),
-    (lambda: train_bpe(["abc"], 300), TypeError, "text must be a str, got list"),
-    (lambda: train_bpe("abc", 300.0), ValueError, "vocab_size must be an int"),
-    (lambda: train_bpe("abc", 300, special_tokens="<pad>"), ValueError, "sequence of non-empty strings"),
-    (lambda: train_bpe("abc", 300, min_frequency=-1), ValueError, "min_frequency"),
-    (lambda: BPETokenizer([]).encode(None), TypeError, "text must be a str, got NoneType"),
-    (lambda: BPETokenizer([]).decode([5, 260]), ValueError, "unknown token id 260"),
-    (lambda: BPETokenizer([]).decode([-1]), ValueError, "unknown token id -1"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: train_bpe("abc", 259), ValueError, "at least 260"),
+        (lambda: train_bpe("abc", 255, special_tokens=()), ValueError, "at least 256"),
+        (lambda: train_bpe(b"abc", 300), TypeError, "text must be a str, got bytes"),
+        (lambda: train_bpe(["abc"], 300), TypeError, "text must be a str, got list"),
+        (lambda: train_bpe("abc", 300.0), ValueError, "vocab_size must be an int"),
+        (lambda: train_bpe("abc", 300, special_tokens="<pad>"), ValueError, "sequence of non-empty strings"),
+        (lambda: train_bpe("abc", 300, min_frequency=-1), ValueError, "min_frequency"),
+        (lambda: BPETokenizer([]).encode(None), TypeError, "text must be a str, got NoneType"),
+        (lambda: BPETokenizer([]).decode([5, 260]), ValueError, "unknown token id 260"),
+        (lambda: BPETokenizer([]).decode([-1]), ValueError, "unknown token id -1"),
+    ],
+)
 def test_bad_input_is_refused_clearly(call, error, words):
     """Do a vocabulary smaller than specials + alphabet, a text that is not a str and an unknown id
     fail with a message that says what was wrong?"""
@@ -275,6 +333,7 @@ def test_bad_input_is_refused_clearly(call, error, words):
 
 
 # ----------------------------------------------------------------------------- speed
+
 
 @pytest.mark.slow
 def test_one_megabyte_trains_about_as_fast_as_tokenizers():

@@ -16,8 +16,9 @@ RECIPE = dict(batch_size=16, warmup=5, lr_factor=0.3, eval_every=4, eval_size=20
 
 def _model(dropout=0.1):
     torch.manual_seed(0)
-    return EncoderDecoder(TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32,
-                                            dropout=dropout, max_len=16))
+    return EncoderDecoder(
+        TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=dropout, max_len=16)
+    )
 
 
 def _run(steps, out, resume=None):
@@ -25,8 +26,15 @@ def _run(steps, out, resume=None):
     model = _model()
     if resume is not None:
         torch.manual_seed(12345)  # whatever the generators hold now, the checkpoint's states must win
-    history = train(model, task, TrainConfig(steps=steps, **RECIPE), device="cpu", out=out,
-                    resume=checkpoint.load(resume) if resume else None, task_spec=dict(name="reverse", **TASK))
+    history = train(
+        model,
+        task,
+        TrainConfig(steps=steps, **RECIPE),
+        device="cpu",
+        out=out,
+        resume=checkpoint.load(resume) if resume else None,
+        task_spec=dict(name="reverse", **TASK),
+    )
     return model, history
 
 

@@ -11,8 +11,16 @@ BOS, EOS, PAD = 1, 2, 0
 
 def _model(seed: int, dtype: torch.dtype, vocab: int = 13, layers: int = 2) -> ref.EncoderDecoder:
     torch.manual_seed(seed)
-    cfg = ref.TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, num_heads=2,
-                                num_layers=layers, d_ff=32, dropout=0.1, max_len=64)
+    cfg = ref.TransformerConfig(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=16,
+        num_heads=2,
+        num_layers=layers,
+        d_ff=32,
+        dropout=0.1,
+        max_len=64,
+    )
     return ref.EncoderDecoder(cfg).to(dtype)
 
 
@@ -20,7 +28,7 @@ def _sources(batch: int, length: int, seed: int, vocab: int = 13) -> torch.Tenso
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(3, vocab, (batch, length), generator=g)
     for b in range(1, batch):  # every row but the first ends in padding of its own length
-        src[b, length - (b % length):] = PAD
+        src[b, length - (b % length) :] = PAD
     return src
 
 
@@ -55,16 +63,13 @@ def test_cached_decode_follows_a_script_with_rows_stopping_at_different_steps():
     """With rows reaching EOS at steps 2, 5 and never, are cached and uncached decodes equal
     and equal to the script, padded after each row's EOS?"""
     torch.manual_seed(0)
-    cfg = ref.TransformerConfig(src_vocab_size=13, tgt_vocab_size=13, d_model=16, num_heads=2,
-                                num_layers=2, d_ff=32, dropout=0.0, max_len=64)
-    script = torch.tensor([[5, EOS, 7, 8, 9, 10, 11, 12],
-                           [6, 7, 8, 9, EOS, 3, 4, 5],
-                           [9, 9, 9, 9, 9, 9, 9, 9]])
+    cfg = ref.TransformerConfig(
+        src_vocab_size=13, tgt_vocab_size=13, d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0, max_len=64
+    )
+    script = torch.tensor([[5, EOS, 7, 8, 9, 10, 11, 12], [6, 7, 8, 9, EOS, 3, 4, 5], [9, 9, 9, 9, 9, 9, 9, 9]])
     model = _Scripted(cfg, script)
     src = _sources(3, 4, seed=1)
-    expected = torch.tensor([[BOS, 5, EOS, PAD, PAD, PAD, PAD],
-                             [BOS, 6, 7, 8, 9, EOS, PAD],
-                             [BOS, 9, 9, 9, 9, 9, 9]])
+    expected = torch.tensor([[BOS, 5, EOS, PAD, PAD, PAD, PAD], [BOS, 6, 7, 8, 9, EOS, PAD], [BOS, 9, 9, 9, 9, 9, 9]])
     for use_cache in (False, True):
         assert torch.equal(ref.greedy_decode(model, src, 6, BOS, EOS, PAD, use_cache=use_cache), expected)
 
@@ -72,8 +77,9 @@ def test_cached_decode_follows_a_script_with_rows_stopping_at_different_steps():
 def test_decode_stops_as_soon_as_every_row_has_finished():
     """When every row meets EOS by step 3, is the output only 1 + 3 columns wide, not max_len + 1?"""
     torch.manual_seed(0)
-    cfg = ref.TransformerConfig(src_vocab_size=13, tgt_vocab_size=13, d_model=16, num_heads=2,
-                                num_layers=1, d_ff=32, dropout=0.0)
+    cfg = ref.TransformerConfig(
+        src_vocab_size=13, tgt_vocab_size=13, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0
+    )
     script = torch.tensor([[4, EOS, 4, 4, 4], [4, 5, EOS, 4, 4]])
     out = ref.greedy_decode(_Scripted(cfg, script), _sources(2, 3, seed=2), 10, BOS, EOS, PAD)
     assert out.tolist() == [[BOS, 4, EOS, PAD], [BOS, 4, 5, EOS]]
@@ -90,7 +96,7 @@ def test_output_shape_starts_with_bos_and_pads_after_eos(use_cache):
     assert torch.all(out[:, 0] == BOS)
     for row in out.tolist():
         if EOS in row:
-            assert all(t == PAD for t in row[row.index(EOS) + 1:])
+            assert all(t == PAD for t in row[row.index(EOS) + 1 :])
 
 
 def test_decode_restores_training_mode_and_is_deterministic_under_dropout():

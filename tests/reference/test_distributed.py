@@ -12,9 +12,38 @@ from autograder.reference import distributed
 
 # The reverse task has targets of many lengths, and a batch of 15 splits into 8 + 7 pairs: the two
 # halves hold different numbers of target tokens, which is where a wrong loss average shows.
-ARGS = ["train", "--task", "reverse", "--num-train", "300", "--num-valid", "20", "--num-test", "20",
-        "--batch-size", "15", "--steps", "12", "--d-model", "16", "--num-heads", "2", "--num-layers", "1",
-        "--d-ff", "32", "--warmup", "4", "--dropout", "0", "--eval-every", "0", "--no-progress", "--device", "cpu"]
+ARGS = [
+    "train",
+    "--task",
+    "reverse",
+    "--num-train",
+    "300",
+    "--num-valid",
+    "20",
+    "--num-test",
+    "20",
+    "--batch-size",
+    "15",
+    "--steps",
+    "12",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--warmup",
+    "4",
+    "--dropout",
+    "0",
+    "--eval-every",
+    "0",
+    "--no-progress",
+    "--device",
+    "cpu",
+]
 
 
 def test_alone_everything_is_a_no_op():
@@ -31,9 +60,24 @@ def test_two_processes_equal_one(tmp_path, capsys):
     of one process on the whole batch (float tolerance), with only rank 0 printing and writing?"""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "autograder", *ARGS, "--out", str(tmp_path / "two.pt")],
-        capture_output=True, text=True, env=env, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "autograder",
+            *ARGS,
+            "--out",
+            str(tmp_path / "two.pt"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert run.stdout.count("held-out test exact match") == 1, run.stdout
     assert "batch 15 over 2 process(es)" in run.stdout

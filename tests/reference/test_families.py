@@ -14,15 +14,16 @@ from autograder.reference.families import (
     masked_token_loss,
     next_token_loss,
 )
-from autograder.reference.interop import torch_stack_from
+from tests.reference.stacks import torch_stack_from
 
 PAD, BOS, EOS, MASK = 0, 1, 2, 3
 
 
 def _lm(kind=DecoderOnly, seed: int = 0, dtype=torch.float32, **options) -> torch.nn.Module:
     torch.manual_seed(seed)
-    config = LanguageModelConfig(**{**dict(vocab_size=17, d_model=16, num_heads=2, num_layers=2, d_ff=32,
-                                           dropout=0.0, max_len=32), **options})
+    config = LanguageModelConfig(
+        **{**dict(vocab_size=17, d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0, max_len=32), **options}
+    )
     return kind(config).to(dtype).eval()
 
 
@@ -107,8 +108,8 @@ def test_next_token_loss_is_shifted_cross_entropy_without_padding():
         mine = next_token_loss(logits, tokens, pad)
         theirs = F.cross_entropy(logits[:, :-1].reshape(-1, 11), tokens[:, 1:].reshape(-1), ignore_index=pad)
         torch.testing.assert_close(mine, theirs)
-        g_mine, = torch.autograd.grad(mine, logits)
-        g_theirs, = torch.autograd.grad(theirs, logits)
+        (g_mine,) = torch.autograd.grad(mine, logits)
+        (g_theirs,) = torch.autograd.grad(theirs, logits)
         torch.testing.assert_close(g_mine, g_theirs)
     assert next_token_loss(torch.randn(1, 3, 5), torch.tensor([[4, PAD, PAD]]), PAD).item() == 0.0
 

@@ -55,8 +55,16 @@ def test_fused_layer_norm_equals_ours_and_pytorchs():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_fused_kernels_model_equals_hand_written(norm_first):
     """Does fused_kernels=True give the same logits, with the same state-dict names, as the hand-written model?"""
-    cfg = dict(src_vocab_size=13, tgt_vocab_size=11, d_model=32, num_heads=4, num_layers=2, d_ff=64, dropout=0.0,
-               norm_first=norm_first)
+    cfg = dict(
+        src_vocab_size=13,
+        tgt_vocab_size=11,
+        d_model=32,
+        num_heads=4,
+        num_layers=2,
+        d_ff=64,
+        dropout=0.0,
+        norm_first=norm_first,
+    )
     torch.manual_seed(0)
     hand = ref.EncoderDecoder(ref.TransformerConfig(**cfg)).double().eval()
     fused = ref.EncoderDecoder(ref.TransformerConfig(**cfg, fused_kernels=True)).double().eval()

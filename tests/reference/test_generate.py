@@ -27,15 +27,23 @@ PAD, BOS, EOS = 0, 1, 2
 
 def _model(seed: int, vocab: int = 11, dtype: torch.dtype = torch.float32) -> ref.EncoderDecoder:
     torch.manual_seed(seed)
-    cfg = ref.TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, num_heads=2,
-                                num_layers=2, d_ff=32, dropout=0.1, max_len=64)
+    cfg = ref.TransformerConfig(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=16,
+        num_heads=2,
+        num_layers=2,
+        d_ff=32,
+        dropout=0.1,
+        max_len=64,
+    )
     return ref.EncoderDecoder(cfg).to(dtype)
 
 
 def _sources(batch: int, length: int, seed: int, vocab: int = 11) -> torch.Tensor:
     src = torch.randint(3, vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
     for b in range(1, batch):
-        src[b, length - (b % length):] = PAD
+        src[b, length - (b % length) :] = PAD
     return src
 
 
@@ -85,7 +93,7 @@ def test_beam_of_one_is_greedy_decoding(dtype, batch, length):
 def test_beam_finds_a_better_sequence_where_greedy_goes_wrong():
     """Where the likeliest first token leads nowhere likely, does a beam of 2 find the sequence
     with the higher summed log-probability that greedy decoding misses?"""
-    model = _Table({(BOS,): {3: .45, 4: .40}, (BOS, 3): {5: .32, 6: .30}, (BOS, 4): {5: .9}})
+    model = _Table({(BOS,): {3: 0.45, 4: 0.40}, (BOS, 3): {5: 0.32, 6: 0.30}, (BOS, 4): {5: 0.9}})
     src = torch.tensor([[3, 4]])
     greedy = ref.greedy_decode(model, src, 5, BOS, EOS, PAD)[0]
     beam = beam_search(model, src, 2, 5, BOS, EOS, PAD)[0]
@@ -97,20 +105,28 @@ def test_beam_finds_a_better_sequence_where_greedy_goes_wrong():
 def test_length_normalisation_changes_the_winner():
     """With an early EOS that wins on the plain sum, does alpha > 0 pick the longer, likelier-per-token
     hypothesis, and does alpha = 0 keep the short one?"""
-    model = _Table({(BOS,): {EOS: .42, 3: .50}, (BOS, 3): {4: .95}, (BOS, 3, 4): {5: .95},
-                    (BOS, 3, 4, 5): {6: .95}, (BOS, 3, 4, 5, 6): {EOS: .95}})
+    model = _Table(
+        {
+            (BOS,): {EOS: 0.42, 3: 0.50},
+            (BOS, 3): {4: 0.95},
+            (BOS, 3, 4): {5: 0.95},
+            (BOS, 3, 4, 5): {6: 0.95},
+            (BOS, 3, 4, 5, 6): {EOS: 0.95},
+        }
+    )
     src = torch.tensor([[3]])
     assert beam_search(model, src, 2, 6, BOS, EOS, PAD, alpha=0.0)[0].tolist() == [BOS, EOS]
     assert beam_search(model, src, 2, 6, BOS, EOS, PAD, alpha=0.6)[0].tolist() == [BOS, 3, 4, 5, 6, EOS]
-    long, short = math.log(.5) + 3 * math.log(.95) + math.log(.95), math.log(.42)
+    long, short = math.log(0.5) + 3 * math.log(0.95) + math.log(0.95), math.log(0.42)
     assert long / float(length_penalty(torch.tensor(5.0), 0.6)) > short > long
 
 
 def test_finished_hypotheses_keep_their_score():
     """Is a hypothesis that produced EOS never extended: its score frozen (it still wins though
     everything after its EOS is unlikely) and its row padded after EOS?"""
-    model = _Table({(BOS,): {EOS: .55, 3: .25}, (BOS, 3): {EOS: .95}, (BOS, EOS): {5: .35},
-                    (BOS, EOS, 5): {EOS: .3}})
+    model = _Table(
+        {(BOS,): {EOS: 0.55, 3: 0.25}, (BOS, 3): {EOS: 0.95}, (BOS, EOS): {5: 0.35}, (BOS, EOS, 5): {EOS: 0.3}}
+    )
     out = beam_search(model, torch.tensor([[3], [4]]), 2, 6, BOS, EOS, PAD)
     assert out.tolist() == [[BOS, EOS], [BOS, EOS]]
     wide = beam_search(model, torch.tensor([[3], [4]]), 3, 6, BOS, EOS, PAD)
@@ -124,9 +140,9 @@ def test_batched_search_equals_searching_each_row_alone(beam_size):
     src = _sources(5, 6, seed=3)
     batched = beam_search(model, src, beam_size, 10, BOS, EOS, PAD)
     for b in range(src.size(0)):
-        alone = beam_search(model, src[b: b + 1, : int((src[b] != PAD).sum())], beam_size, 10, BOS, EOS, PAD)[0]
+        alone = beam_search(model, src[b : b + 1, : int((src[b] != PAD).sum())], beam_size, 10, BOS, EOS, PAD)[0]
         row = batched[b]
-        assert torch.equal(row[: alone.numel()], alone) and (row[alone.numel():] == PAD).all()
+        assert torch.equal(row[: alone.numel()], alone) and (row[alone.numel() :] == PAD).all()
 
 
 def test_a_beam_as_wide_as_every_hypothesis_is_exhaustive_search():
@@ -145,7 +161,7 @@ def test_a_beam_as_wide_as_every_hypothesis_is_exhaustive_search():
                     continue
                 ys = torch.tensor([[BOS, *tail]])
                 with torch.no_grad():
-                    logp = F.log_softmax(model.decode(ys, memory[b: b + 1], src_mask[b: b + 1]).double(), -1)
+                    logp = F.log_softmax(model.decode(ys, memory[b : b + 1], src_mask[b : b + 1]).double(), -1)
                 score = float(logp[0, torch.arange(n), ys[0, 1:]].sum()) / ((5 + n) / 6) ** alpha
                 if score > best:
                     best, best_ys = score, ys[0].tolist()
@@ -155,13 +171,14 @@ def test_a_beam_as_wide_as_every_hypothesis_is_exhaustive_search():
 def test_beam_search_restores_training_mode_and_stops_at_max_len():
     """Is the model back in training mode afterwards, and does a search that never ends stop after max_len?"""
     model = _Table({}, vocab=6)
-    model.table = {p: {3: .9} for p in [(BOS,) + (3,) * n for n in range(10)]}
+    model.table = {p: {3: 0.9} for p in [(BOS,) + (3,) * n for n in range(10)]}
     model.train()
     out = beam_search(model, torch.tensor([[3]]), 3, 4, BOS, EOS, PAD)
     assert model.training and out.tolist() == [[BOS, 3, 3, 3, 3]]
 
 
 # ----------------------------------------------------------------------------- filters and sampling
+
 
 def test_top_k_keeps_exactly_k_even_with_ties():
     """Does top-k keep exactly k tokens per row, the k largest, even when the k-th value is tied?"""
@@ -226,6 +243,7 @@ def test_sample_is_reproducible_and_top_k_one_is_greedy():
 
 # ----------------------------------------------------------------------------- BLEU
 
+
 def test_bleu_is_sacrebleus_corpus_bleu():
     """Is bleu() sacrebleu's corpus BLEU, 100 for identical outputs, and not a mean of sentence scores?"""
     # imported here, as bleu() does: `make test-gpu` collects this module on machines without sacrebleu
@@ -253,8 +271,15 @@ def test_evaluate_decoder_with_beam_one_agrees_with_train_evaluate():
     """On the dates task, does beam size 1 count exact matches as train.evaluate does, with BLEU in 0..100?"""
     task = make_task("dates", num_train=10, num_valid=10, num_test=30, seed=0)
     torch.manual_seed(0)
-    cfg = ref.TransformerConfig(src_vocab_size=len(task.src_vocab), tgt_vocab_size=len(task.tgt_vocab),
-                                d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0)
+    cfg = ref.TransformerConfig(
+        src_vocab_size=len(task.src_vocab),
+        tgt_vocab_size=len(task.tgt_vocab),
+        d_model=16,
+        num_heads=2,
+        num_layers=1,
+        d_ff=32,
+        dropout=0.0,
+    )
     model = ref.EncoderDecoder(cfg)
     mine = evaluate_decoder(model, task.test, task.tgt_vocab, beam_size=1)
     assert mine["exact_match"] == evaluate(model, task.test, task.tgt_vocab)["exact_match"]

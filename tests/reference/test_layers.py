@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from autograder import reference as ref
-from autograder.reference.interop import torch_layer_from, torch_stack_from
+from autograder.reference.interop import torch_layer_from
+from tests.reference.stacks import torch_stack_from
 
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float64: dict(atol=1e-10, rtol=1e-10)}
 D, H, F_ = 16, 4, 32
@@ -65,7 +66,9 @@ def test_decoder_layer_equals_pytorch(dtype, norm_first):
     y, memory, src_keep, tgt_keep = _inputs(dtype)
     causal = ref.causal_mask(6)
     expected = theirs(
-        y, memory, tgt_mask=ref.to_pytorch_mask(causal),
+        y,
+        memory,
+        tgt_mask=ref.to_pytorch_mask(causal),
         tgt_key_padding_mask=ref.to_pytorch_mask(tgt_keep),
         memory_key_padding_mask=ref.to_pytorch_mask(src_keep),
     )
@@ -90,8 +93,9 @@ def test_stacks_equal_pytorch(dtype, norm_first):
     torch.testing.assert_close(memory[src_keep], t_memory[src_keep], **TOL[dtype])
     causal = ref.causal_mask(6)
     found = dec(y, memory, causal, src_keep[:, None, None, :])
-    expected = t_dec(y, memory, tgt_mask=ref.to_pytorch_mask(causal),
-                     memory_key_padding_mask=ref.to_pytorch_mask(src_keep))
+    expected = t_dec(
+        y, memory, tgt_mask=ref.to_pytorch_mask(causal), memory_key_padding_mask=ref.to_pytorch_mask(src_keep)
+    )
     torch.testing.assert_close(found, expected, **TOL[dtype])
 
 

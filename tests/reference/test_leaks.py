@@ -21,6 +21,7 @@ def test_full_attention_leaks_and_causal_does_not():
 
 def test_a_leak_at_one_split_point_is_found():
     """Is a leak found when only output L-2 sees input L-1, and when only output 0 sees input 1?"""
+
     def late(x):
         y = x.clone()
         y[:, -2] += x[:, -1]
@@ -43,6 +44,7 @@ def test_backward_looking_layers_do_not_leak():
 
 def test_tolerance_decides_small_leaks():
     """Is a leak of size 1e-3 found with the default tolerance and ignored with atol=1e-2?"""
+
     def small(x):
         return x + 1e-3 * x.mean(1, keepdim=True).tanh()
 

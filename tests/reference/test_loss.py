@@ -1,6 +1,5 @@
 """Label smoothing and the warmup schedule (chapter 8)."""
 
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -42,8 +41,8 @@ def test_label_smoothing_is_finite_for_confident_logits():
 def test_noam_schedule_values():
     """Does noam_lr rise linearly to its peak at step == warmup and then decay as 1/sqrt(step)?"""
     d, w = 64, 100
-    assert ref.noam_lr(1, d, w) == pytest.approx(d ** -0.5 * w ** -1.5)
-    assert ref.noam_lr(w, d, w) == pytest.approx(d ** -0.5 * w ** -0.5)
+    assert ref.noam_lr(1, d, w) == pytest.approx(d**-0.5 * w**-1.5)
+    assert ref.noam_lr(w, d, w) == pytest.approx(d**-0.5 * w**-0.5)
     assert ref.noam_lr(4 * w, d, w) == pytest.approx(ref.noam_lr(w, d, w) / 2)
     assert max(range(1, 400), key=lambda s: ref.noam_lr(s, d, w)) == w
 

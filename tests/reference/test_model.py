@@ -12,8 +12,9 @@ V = 13
 
 def _model(**overrides):
     torch.manual_seed(0)
-    cfg = ref.TransformerConfig(src_vocab_size=V, tgt_vocab_size=V, d_model=32, num_heads=4,
-                                num_layers=2, d_ff=64, dropout=0.0, **overrides)
+    cfg = ref.TransformerConfig(
+        src_vocab_size=V, tgt_vocab_size=V, d_model=32, num_heads=4, num_layers=2, d_ff=64, dropout=0.0, **overrides
+    )
     return ref.EncoderDecoder(cfg).double().eval()
 
 
@@ -33,9 +34,9 @@ def test_changing_future_targets_leaves_earlier_logits_unchanged(norm_first):
     logits = model(src, tgt)
     for t in range(tgt.size(1) - 1):
         changed = tgt.clone()
-        changed[:, t + 1:] = (changed[:, t + 1:] + 1 - 3) % (V - 3) + 3
+        changed[:, t + 1 :] = (changed[:, t + 1 :] + 1 - 3) % (V - 3) + 3
         torch.testing.assert_close(model(src, changed)[:, : t + 1], logits[:, : t + 1], atol=1e-12, rtol=0)
-        assert not torch.allclose(model(src, changed)[:, t + 1:], logits[:, t + 1:])
+        assert not torch.allclose(model(src, changed)[:, t + 1 :], logits[:, t + 1 :])
 
 
 def test_more_padding_leaves_real_positions_unchanged():
@@ -43,8 +44,10 @@ def test_more_padding_leaves_real_positions_unchanged():
     model = _model()
     src, tgt = _batch()
     logits = model(src, tgt)
-    longer = model(torch.cat([src, torch.zeros(3, 4, dtype=torch.long)], 1),
-                   torch.cat([tgt, torch.zeros(3, 3, dtype=torch.long)], 1))
+    longer = model(
+        torch.cat([src, torch.zeros(3, 4, dtype=torch.long)], 1),
+        torch.cat([tgt, torch.zeros(3, 3, dtype=torch.long)], 1),
+    )
     torch.testing.assert_close(longer[:, :6], logits, atol=1e-12, rtol=0)
 
 

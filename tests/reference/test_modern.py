@@ -68,13 +68,15 @@ def test_attend_with_cache_equals_sdpa_on_the_whole_sequence():
     b, h, g, n, dh = 2, 6, 2, 7, 8
     q, k, v = _x((b, h, n, dh), 0), _x((b, g, n, dh), 1), _x((b, g, n, dh), 2)
     positions = torch.arange(n)
-    expected = F.scaled_dot_product_attention(apply_rope(q, positions), apply_rope(k, positions), v,
-                                              is_causal=True, enable_gqa=True)
+    expected = F.scaled_dot_product_attention(
+        apply_rope(q, positions), apply_rope(k, positions), v, is_causal=True, enable_gqa=True
+    )
     cache_k, cache_v = q.new_zeros(b, g, 0, dh), q.new_zeros(b, g, 0, dh)
     outs = []
     for lo, hi in [(0, 4), (4, 5), (5, 7)]:
-        out, cache_k, cache_v = modern.attend_with_cache(q[:, :, lo:hi], k[:, :, lo:hi], v[:, :, lo:hi],
-                                                         cache_k, cache_v)
+        out, cache_k, cache_v = modern.attend_with_cache(
+            q[:, :, lo:hi], k[:, :, lo:hi], v[:, :, lo:hi], cache_k, cache_v
+        )
         outs.append(out)
     torch.testing.assert_close(torch.cat(outs, dim=2), expected, atol=1e-12, rtol=1e-12)
     torch.testing.assert_close(cache_k, apply_rope(k, positions))

@@ -10,8 +10,9 @@ from autograder.reference.modern_lm import ModernCache, ModernConfig, ModernLM, 
 
 def _model(seed=0, dtype=torch.float64, **options):
     torch.manual_seed(seed)
-    config = ModernConfig(**{"vocab_size": 23, "d_model": 32, "num_heads": 4, "num_kv_heads": 2,
-                             "num_layers": 2} | options)
+    config = ModernConfig(
+        **{"vocab_size": 23, "d_model": 32, "num_heads": 4, "num_kv_heads": 2, "num_layers": 2} | options
+    )
     return ModernLM(config).to(dtype).eval()
 
 
@@ -22,7 +23,7 @@ def test_cached_steps_equal_the_full_forward_pass():
     with torch.no_grad():
         full = model(tokens)
         cache = ModernCache.empty(2)
-        parts = [model(tokens[:, :5], cache=cache)] + [model(tokens[:, t:t + 1], cache=cache) for t in range(5, 9)]
+        parts = [model(tokens[:, :5], cache=cache)] + [model(tokens[:, t : t + 1], cache=cache) for t in range(5, 9)]
     torch.testing.assert_close(torch.cat(parts, dim=1), full, atol=1e-12, rtol=1e-12)
     assert cache.length() == 9 and cache.keys[0] is not None and cache.keys[0].shape == (3, 2, 9, 8)
 

@@ -24,7 +24,7 @@ def test_rotation_property_for_every_offset():
     pe = ref.sinusoidal_encoding(2 * length, d, dtype=torch.float64)
     for k in range(length):
         moved = pe[:length] @ ref.rotation_matrix(k, d, dtype=torch.float64).T  # rows R(k) PE[t]
-        torch.testing.assert_close(moved, pe[k:k + length], atol=1e-9, rtol=0)
+        torch.testing.assert_close(moved, pe[k : k + length], atol=1e-9, rtol=0)
 
 
 def test_rotation_matrix_is_orthogonal_and_composes():

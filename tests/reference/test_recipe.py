@@ -48,11 +48,32 @@ def test_a_changed_recipe_changes_the_parser(monkeypatch):
 def test_flags_set_the_recipe_and_are_noted():
     """Do flags reach the recipe with their types, and are the ones given (and only they) noted, split by
     what --resume does with them?"""
-    args = _train_parser().parse_args(["--d-model", "32", "--dropout", "0.2", "--amp", "bf16", "--no-progress",
-                                       "--compile", "--steps", "9", "--out", "x.pt"])
+    args = _train_parser().parse_args(
+        [
+            "--d-model",
+            "32",
+            "--dropout",
+            "0.2",
+            "--amp",
+            "bf16",
+            "--no-progress",
+            "--compile",
+            "--steps",
+            "9",
+            "--out",
+            "x.pt",
+        ]
+    )
     got = recipe.from_args(args)
     assert (got.d_model, got.dropout, got.amp, got.progress, got.compile, got.steps, got.out) == (
-        32, 0.2, "bf16", False, "inductor", 9, Path("x.pt"))
+        32,
+        0.2,
+        "bf16",
+        False,
+        "inductor",
+        9,
+        Path("x.pt"),
+    )
     assert recipe.given_flags(args, recipe.SAVED) == ["d_model", "dropout"]
     assert recipe.given_flags(args, recipe.KEPT) == ["amp"]
 
@@ -68,6 +89,40 @@ def test_the_recipe_builds_the_configs_without_changing_their_defaults():
     assert (config.warmup, config.lr_factor, config.steps) == (TRAIN_RECIPE.warmup, TRAIN_RECIPE.lr_factor, 400)
     assert (TransformerConfig(10, 10).d_model, TransformerConfig(10, 10).d_ff) == (128, 512)
     assert (TrainConfig().warmup, TrainConfig().lr_factor, TrainConfig().steps) == (400, 1.0, 2000)
+
+
+def test_every_field_of_the_trainers_config_comes_from_the_recipe():
+    """Is each field of TrainConfig either the recipe's field of the same name, carried into train_config()
+    with its value, or one of the few that keep TrainConfig's default (named in TRAINER_DEFAULTS)?"""
+    names = {f.name for f in dataclasses.fields(TrainRecipe)}
+    changed = dataclasses.replace(
+        TRAIN_RECIPE,
+        steps=7,
+        batch_size=9,
+        warmup=3,
+        lr_factor=0.25,
+        smoothing=0.2,
+        clip_norm=2.0,
+        seed=5,
+        amp="bf16",
+        progress=False,
+        eval_every=4,
+        eval_size=6,
+        stop_at=0.5,
+        time_limit=9.0,
+        save_every=2,
+        compile="aot_eager",
+        cuda_graph=True,
+    )
+    config = changed.train_config()
+    for field in dataclasses.fields(TrainConfig):
+        if field.name in recipe.TRAINER_DEFAULTS:
+            assert field.name not in names, f"{field.name} is a recipe field: it should reach the config"
+            assert getattr(config, field.name) == field.default, field.name
+        else:
+            assert field.name in names, f"TrainConfig.{field.name} has no recipe field and is not a trainer default"
+            assert getattr(config, field.name) == getattr(changed, field.name), field.name
+            assert getattr(config, field.name) != field.default, f"{field.name}: give it a value of its own above"
 
 
 def test_the_model_has_room_for_a_captured_steps_padding():

@@ -36,6 +36,7 @@ def test_hidden_gradient_norms_equal_autograd():
             for s in range(t + 1, 5):
                 h = torch.tanh(x[:, s] @ w_xh + h @ w_hh + b)
             return h[0]
+
         return f
 
     for t in range(5):

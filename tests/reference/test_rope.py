@@ -45,8 +45,9 @@ def test_rotate_half_is_the_halves_pairing_at_a_quarter_turn():
 
 def test_rotary_embedding_module_gives_the_same_frequencies():
     """Does transformers' LlamaRotaryEmbedding (built from a config, no weights) give our cos and sin?"""
-    config = llama.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-                               max_position_embeddings=64, rope_theta=10000.0)
+    config = llama.LlamaConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0
+    )
     rotary = llama.LlamaRotaryEmbedding(config=config)
     positions = torch.arange(20)[None]  # (1, L)
     cos, sin = rotary(torch.zeros(1, 20, 64), positions)

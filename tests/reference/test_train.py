@@ -15,8 +15,9 @@ from autograder.reference.train import TrainConfig, evaluate, train, train_step
 
 def tiny(model_cls=EncoderDecoder, seed=0, **kw):
     torch.manual_seed(seed)
-    cfg = dict(src_vocab_size=7, tgt_vocab_size=7, d_model=8, num_heads=2, num_layers=1, d_ff=16,
-               dropout=0.0, max_len=16)
+    cfg = dict(
+        src_vocab_size=7, tgt_vocab_size=7, d_model=8, num_heads=2, num_layers=1, d_ff=16, dropout=0.0, max_len=16
+    )
     return model_cls(TransformerConfig(**{**cfg, **kw}))
 
 
@@ -48,6 +49,7 @@ def test_train_step_loss_and_one_update():
         expected_loss = smoothed_loss_by_hand(before(SRC, TGT[:, :-1]), TGT[:, 1:], 0.1, PAD_ID)
     # the gradient the step should use, computed separately
     from autograder.reference.loss import label_smoothed_loss
+
     label_smoothed_loss(before(SRC, TGT[:, :-1]), TGT[:, 1:], 0.1, PAD_ID).backward()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 0.5**i)
@@ -95,7 +97,9 @@ def test_evaluate_exact_match_and_token_accuracy():
     """Does evaluate give 1.0 for a perfect model, and the right fractions for a partly wrong one?"""
     task = make_task("copy", num_train=10, num_valid=0, num_test=8, max_len=5)
     assert evaluate(CopyOracle(len(task.tgt_vocab)), task.test, task.tgt_vocab, batch_size=3) == {
-        "exact_match": 1.0, "token_accuracy": 1.0}
+        "exact_match": 1.0,
+        "token_accuracy": 1.0,
+    }
     got = evaluate(CopyOracle(len(task.tgt_vocab), wrong_from=6), task.test, task.tgt_vocab, batch_size=8)
     tokens = sum(len(t) - 1 for _, t in task.test)
     assert got["exact_match"] == pytest.approx(6 / 8)
@@ -111,8 +115,9 @@ def test_baseline_matches_ours_with_the_same_weights(norm_first):
     theirs.load_reference_weights(ours)
     with torch.no_grad():
         torch.testing.assert_close(theirs(SRC, TGT[:, :-1]), ours(SRC, TGT[:, :-1]), atol=1e-5, rtol=1e-5)
-    assert torch.equal(greedy_decode(theirs, SRC, 6, BOS_ID, EOS_ID, PAD_ID),
-                       greedy_decode(ours, SRC, 6, BOS_ID, EOS_ID, PAD_ID))
+    assert torch.equal(
+        greedy_decode(theirs, SRC, 6, BOS_ID, EOS_ID, PAD_ID), greedy_decode(ours, SRC, 6, BOS_ID, EOS_ID, PAD_ID)
+    )
 
 
 def test_baseline_has_no_extra_final_norm():
@@ -132,8 +137,17 @@ def test_baseline_rejects_a_cache():
 REVERSE = dict(num_train=4000, num_valid=500, num_test=500, seed=0, num_symbols=8, min_len=3, max_len=5)
 MODEL = dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0, max_len=16)
 # Noam peak 0.2 * 64^-0.5 * 100^-0.5 = 2.5e-3: higher rates make this post-norm model oscillate.
-RECIPE = dict(steps=1200, batch_size=128, warmup=100, lr_factor=0.2, smoothing=0.1, eval_every=100,
-              eval_size=500, stop_at=0.995, progress=False)
+RECIPE = dict(
+    steps=1200,
+    batch_size=128,
+    warmup=100,
+    lr_factor=0.2,
+    smoothing=0.1,
+    eval_every=100,
+    eval_size=500,
+    stop_at=0.995,
+    progress=False,
+)
 
 
 def _train_reverse(model_cls, **recipe):
@@ -141,8 +155,9 @@ def _train_reverse(model_cls, **recipe):
     torch.manual_seed(0)
     model = model_cls(TransformerConfig(len(task.src_vocab), len(task.tgt_vocab), **MODEL))
     seen = []
-    history = train(model, task, TrainConfig(**{**RECIPE, **recipe}), device="cpu",
-                    callback=lambda s, m: seen.append((s, m)))
+    history = train(
+        model, task, TrainConfig(**{**RECIPE, **recipe}), device="cpu", callback=lambda s, m: seen.append((s, m))
+    )
     return model, task, history, seen
 
 
@@ -170,20 +185,30 @@ def test_time_limit_stops_and_validates_at_the_step_where_time_ran_out(tmp_path)
 
     task = make_task("reverse", num_train=60, num_valid=10, num_test=0, seed=0, num_symbols=6, max_len=6)
     seen = []
-    config = TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10, progress=False,
-                         time_limit=1e-9)
-    history = train(_tiny(), task, config, device="cpu", callback=lambda step, m: seen.append(step),
-                    out=tmp_path / "run.pt")
+    config = TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10, progress=False, time_limit=1e-9)
+    history = train(
+        _tiny(), task, config, device="cpu", callback=lambda step, m: seen.append(step), out=tmp_path / "run.pt"
+    )
     assert len(history) == 1 and seen == [1]
     assert checkpoint.load(tmp_path / "run.pt")["step"] == 1
     seen.clear()
-    assert len(train(_tiny(), task, TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10,
-                                                progress=False), device="cpu",
-                     callback=lambda step, m: seen.append(step))) == 20
+    assert (
+        len(
+            train(
+                _tiny(),
+                task,
+                TrainConfig(steps=20, batch_size=16, warmup=5, eval_every=7, eval_size=10, progress=False),
+                device="cpu",
+                callback=lambda step, m: seen.append(step),
+            )
+        )
+        == 20
+    )
     assert seen == [7, 14, 20]
 
 
 def _tiny():
     torch.manual_seed(0)
-    return EncoderDecoder(TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0,
-                                            max_len=16))
+    return EncoderDecoder(
+        TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=16)
+    )

@@ -24,11 +24,22 @@ def test_tiny_addition_trains_to_the_stated_exact_match():
     torch.set_num_threads(1)  # the measured figures above used one thread
     task = make_task("add", num_train=3000, num_valid=100, num_test=0, seed=0, min_digits=1, max_digits=2)
     torch.manual_seed(0)
-    model = EncoderDecoder(TransformerConfig(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4,
-                                             num_layers=2, d_ff=64, dropout=0.0, max_len=16))
+    model = EncoderDecoder(
+        TransformerConfig(
+            len(task.src_vocab),
+            len(task.tgt_vocab),
+            d_model=32,
+            num_heads=4,
+            num_layers=2,
+            d_ff=64,
+            dropout=0.0,
+            max_len=16,
+        )
+    )
     try:
-        train(model, task, TrainConfig(steps=400, batch_size=64, warmup=100, lr_factor=0.5, progress=False),
-              device="cpu")
+        train(
+            model, task, TrainConfig(steps=400, batch_size=64, warmup=100, lr_factor=0.5, progress=False), device="cpu"
+        )
     finally:
         torch.set_num_threads(threads)
     exact = evaluate(model, task.valid, task.tgt_vocab)["exact_match"]

@@ -16,8 +16,9 @@ SCRIPTED = [0.5, 0.9, 0.7, 0.6]
 
 def _model():
     torch.manual_seed(0)
-    return EncoderDecoder(TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0,
-                                            max_len=16))
+    return EncoderDecoder(
+        TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=16)
+    )
 
 
 def _scripted_evaluate(monkeypatch):
@@ -33,8 +34,15 @@ def _run(tmp_path, steps, snapshots=None, resume=None):
             snapshots[step] = {k: v.clone() for k, v in model.state_dict().items()}
 
     config = TrainConfig(steps=steps, batch_size=16, warmup=5, eval_every=2, progress=False)
-    train(model, make_task("reverse", **TASK), config, device="cpu", callback=keep, out=tmp_path / "run.pt",
-          resume=checkpoint.load(resume) if resume else None)
+    train(
+        model,
+        make_task("reverse", **TASK),
+        config,
+        device="cpu",
+        callback=keep,
+        out=tmp_path / "run.pt",
+        resume=checkpoint.load(resume) if resume else None,
+    )
     return model
 
 
@@ -70,10 +78,40 @@ def test_resume_goes_on_from_the_last_state_and_keeps_the_best(tmp_path, monkeyp
 
 def test_cli_scores_the_test_split_with_the_best_weights(tmp_path, capsys):
     """Does `train` print the held-out figure of the best validated weights and name their step?"""
-    args = ["train", "--task", "reverse", "--num-train", "60", "--num-valid", "10", "--num-test", "10",
-            "--batch-size", "16", "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32",
-            "--warmup", "5", "--eval-every", "2", "--eval-size", "10", "--no-progress", "--device", "cpu",
-            "--steps", "4", "--out", str(tmp_path / "run.pt")]
+    args = [
+        "train",
+        "--task",
+        "reverse",
+        "--num-train",
+        "60",
+        "--num-valid",
+        "10",
+        "--num-test",
+        "10",
+        "--batch-size",
+        "16",
+        "--d-model",
+        "16",
+        "--num-heads",
+        "2",
+        "--num-layers",
+        "1",
+        "--d-ff",
+        "32",
+        "--warmup",
+        "5",
+        "--eval-every",
+        "2",
+        "--eval-size",
+        "10",
+        "--no-progress",
+        "--device",
+        "cpu",
+        "--steps",
+        "4",
+        "--out",
+        str(tmp_path / "run.pt"),
+    ]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     step = checkpoint.load(tmp_path / "run.pt")["best"]["step"]

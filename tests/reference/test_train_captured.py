@@ -3,7 +3,7 @@
 On the CPU: the compiled model (backend ``aot_eager``: traced, no code generated), every other
 plan of ``captured.COMPILE_PLANS`` (the forward pass with the loss compiled, Adam's fused kernel,
 PyTorch's fused attention) and the body of the CUDA graph run eagerly (padding to buckets, Adam
-with a tensor learning rate, the schedule computed on the device) give the losses of chapter 8's eager ``train_step``.
+with a tensor learning rate filled from chapter 8's scheduler) give the losses of chapter 8's eager ``train_step``.
 TOLERANCE: within 1e-5 over 8 steps; measured 2.4e-7 for each of them, and for every plan under
 inductor too (torch 2.13, CPU, float32): float rounding from another order of operations (padding
 lengthens the reductions). Inductor (it generates C++, about 20 s for this tiny model on 2 cores)
@@ -15,10 +15,10 @@ import torch
 
 from autograder.data import make_task
 from autograder.reference import captured, checkpoint
-from autograder.reference.loss import label_smoothed_loss
+from autograder.reference.loss import label_smoothed_loss, noam_lr
 from autograder.reference.model import EncoderDecoder, TransformerConfig
 from autograder.reference.stream import pad_to_bucket
-from autograder.reference.train import TrainConfig, make_optimizer, train, training_batches
+from autograder.reference.train import TrainConfig, make_optimizer, step_function, train, training_batches
 
 TOLERANCE = 1e-5
 STEPS = 8
@@ -28,8 +28,9 @@ TASK = dict(num_train=200, num_valid=10, num_test=0, seed=0, num_symbols=6, max_
 
 def _model(device="cpu", d_model=16):
     torch.manual_seed(0)
-    return EncoderDecoder(TransformerConfig(9, 9, d_model=d_model, num_heads=2, num_layers=1, d_ff=2 * d_model,
-                                            dropout=0.0, max_len=32)).to(device)
+    return EncoderDecoder(
+        TransformerConfig(9, 9, d_model=d_model, num_heads=2, num_layers=1, d_ff=2 * d_model, dropout=0.0, max_len=32)
+    ).to(device)
 
 
 def _losses(device="cpu", steps=STEPS, **modes):
@@ -70,7 +71,7 @@ def test_compiled_step_equals_eager_on_cpu(eager):
 
 
 def test_graph_body_equals_eager_on_cpu(eager):
-    """Does the step a CUDA graph holds (padded batch, in-tensor schedule, tensor learning rate), run
+    """Does the step a CUDA graph holds (padded batch, tensor learning rate), run
     eagerly on the CPU, give the eager losses within the stated tolerance?"""
     graphed = _losses(cuda_graph=True)
     assert max(abs(a - b) for a, b in zip(graphed, eager, strict=True)) < TOLERANCE, (graphed, eager)
@@ -81,8 +82,16 @@ def test_graph_refuses_float16():
     model = _model()
     optimizer, scheduler = make_optimizer(model, TrainConfig())
     with pytest.raises(ValueError, match="GradScaler"):
-        captured.GraphedStep(model, optimizer, scheduler, d_model=16, warmup=4, factor=1.0, smoothing=0.1, pad_id=0,
-                             clip_norm=1.0, dtype=torch.float16, device=torch.device("cpu"))
+        captured.GraphedStep(
+            model,
+            optimizer,
+            scheduler,
+            smoothing=0.1,
+            pad_id=0,
+            clip_norm=1.0,
+            dtype=torch.float16,
+            device=torch.device("cpu"),
+        )
 
 
 @pytest.mark.parametrize("plan", [name for name in captured.COMPILE_PLANS if name != captured.COMPILE_PLAN])
@@ -107,14 +116,27 @@ def test_plans_choose_adams_implementation_and_a_resume_keeps_its_own(tmp_path):
     with pytest.raises(ValueError, match="loss\\+fused-adam"):
         captured.compile_plan("everything")
     torch._dynamo.reset()
-    fused = TrainConfig(steps=2, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
-                        compile_plan="loss+fused-adam")
+    fused = TrainConfig(
+        steps=2,
+        batch_size=16,
+        warmup=4,
+        progress=False,
+        amp="none",
+        compile="aot_eager",
+        compile_plan="loss+fused-adam",
+    )
     task = make_task("reverse", **TASK)
     train(_model(), task, fused, device="cpu", out=tmp_path / "fused.pt")
     model = _model()
     optimizer, scheduler = make_optimizer(model, TrainConfig())
-    checkpoint.restore(checkpoint.load(tmp_path / "fused.pt"), model=model, optimizer=optimizer, scheduler=scheduler,
-                       scaler=None, data=training_batches(task, TrainConfig(batch_size=16)))
+    checkpoint.restore(
+        checkpoint.load(tmp_path / "fused.pt"),
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        scaler=None,
+        data=training_batches(task, TrainConfig(batch_size=16)),
+    )
     assert not optimizer.param_groups[0]["fused"] and optimizer.param_groups[0]["foreach"]
     assert optimizer.state_dict()["state"][0]["exp_avg"].abs().sum() > 0  # the moments did come from the file
 
@@ -125,6 +147,41 @@ def test_inductor_step_equals_eager_on_cpu(eager):
     torch._dynamo.reset()
     compiled = _losses(compile="inductor")
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-4, (compiled, eager)
+
+
+def _learning_rates(device: str, steps: int, **modes) -> list[float]:
+    """The learning rate each optimizer step of a run took (read as the step begins; a replayed graph calls
+    no hook, so there the rate is read from the tensor it reads, after the step)."""
+    model = _model(device)
+    config = TrainConfig(steps=steps, batch_size=16, warmup=4, lr_factor=0.5, progress=False, amp="none", **modes)
+    optimizer, scheduler = make_optimizer(model, config)
+    take_step = step_function(model, config, torch.device(device), optimizer, scheduler, None, None, pad_id=0)
+    seen: list[float] = []
+    if not config.cuda_graph or device == "cpu":
+        optimizer.register_step_pre_hook(lambda opt, *_: seen.append(float(opt.param_groups[0]["lr"])))
+    data = training_batches(make_task("reverse", **TASK), config)
+    for _ in range(steps):
+        src, tgt = pad_to_bucket(*next(data), config.batch_size, config.bucket, 0)
+        take_step(src.to(device), tgt.to(device))
+        if config.cuda_graph and device != "cpu":
+            seen.append(float(optimizer.param_groups[0]["lr"]))
+    return seen
+
+
+def test_graphed_and_eager_steps_follow_one_schedule():
+    """Do the eager step and the step a CUDA graph holds (run eagerly here) take the same learning rate at
+    steps 1 to 12, factor * noam_lr(n), through the warmup's peak and after it?"""
+    expected = [0.5 * noam_lr(n, 16, 4) for n in range(1, 13)]
+    eager, graphed = _learning_rates("cpu", 12), _learning_rates("cpu", 12, cuda_graph=True)
+    assert eager == pytest.approx(expected, rel=1e-6) and graphed == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_graphed_step_follows_the_eager_schedule_on_cuda():
+    """On CUDA, do the replayed graphs take the learning rates of the eager step at steps 1 to 12?"""
+    expected = [0.5 * noam_lr(n, 16, 4) for n in range(1, 13)]
+    assert _learning_rates("cuda", 12) == pytest.approx(expected, rel=1e-6)
+    assert _learning_rates("cuda", 12, cuda_graph=True) == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
@@ -155,6 +212,7 @@ def test_cuda_graphs_of_several_shapes_share_one_pool_and_equal_eager_on_cuda(mo
     assert len(pools) >= 2 and len(set(pools.values())) == 1, pools
     assert max(abs(a - b) for a, b in zip(graphed, eager, strict=True)) < 1e-4, (graphed, eager)
 
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
     """Does a graphed run's checkpoint (tensor learning rate, capturable Adam) resume, graphed and eager?"""
@@ -167,13 +225,21 @@ def test_cuda_graph_checkpoint_resumes_on_cuda(tmp_path):
         again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=graph)
         assert len(train(_model("cuda"), task, again, device="cuda", resume=state)) == STEPS
     # a fused Adam's checkpoint (the plan loss+fused-adam) resumes in a graph too
-    fused = TrainConfig(steps=4, batch_size=16, warmup=4, progress=False, amp="none", compile="aot_eager",
-                        compile_plan="loss+fused-adam")
+    fused = TrainConfig(
+        steps=4,
+        batch_size=16,
+        warmup=4,
+        progress=False,
+        amp="none",
+        compile="aot_eager",
+        compile_plan="loss+fused-adam",
+    )
     torch._dynamo.reset()
     train(_model("cuda"), task, fused, device="cuda", out=tmp_path / "fused.pt")
     again = TrainConfig(steps=STEPS, batch_size=16, warmup=4, progress=False, amp="none", cuda_graph=True)
-    assert len(train(_model("cuda"), task, again, device="cuda", resume=checkpoint.load(tmp_path / "fused.pt"))) \
-        == STEPS
+    assert (
+        len(train(_model("cuda"), task, again, device="cuda", resume=checkpoint.load(tmp_path / "fused.pt"))) == STEPS
+    )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
@@ -195,11 +261,24 @@ def test_compiled_loss_and_fused_adam_on_cuda():
     assert max(abs(a - b) for a, b in zip(compiled, eager, strict=True)) < 1e-3, (compiled, eager)
 
 
-
 # what the course needs besides torch, numpy, pytest, tqdm and matplotlib, which a lent GPU machine's own
 # Python may lack (it has those, safetensors, tokenizers and transformers): import names of requirements.txt
-NOT_ON_A_GPU_MACHINE = ("nbgrader", "nbformat", "nbclient", "jupyter_book", "jupyterlab", "ipykernel", "sacrebleu",
-                        "nh3", "copydetect", "sqlalchemy", "psycopg2", "selenium", "sphinxcontrib", "mypy")
+NOT_ON_A_GPU_MACHINE = (
+    "nbgrader",
+    "nbformat",
+    "nbclient",
+    "jupyter_book",
+    "jupyterlab",
+    "ipykernel",
+    "sacrebleu",
+    "nh3",
+    "copydetect",
+    "sqlalchemy",
+    "psycopg2",
+    "selenium",
+    "sphinxcontrib",
+    "mypy",
+)
 
 
 def test_cuda_tests_collect_without_the_course_tools():
@@ -210,11 +289,13 @@ def test_cuda_tests_collect_without_the_course_tools():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys\n"
-            f"sys.modules.update(dict.fromkeys({NOT_ON_A_GPU_MACHINE!r}))  # None: any import of them fails\n"
-            "import pytest\n"
-            "sys.exit(pytest.main(['tests/reference', '-k', 'on_cuda', '--collect-only', '-q',\n"
-            "                      '-p', 'no:cacheprovider']))")
+    code = (
+        "import sys\n"
+        f"sys.modules.update(dict.fromkeys({NOT_ON_A_GPU_MACHINE!r}))  # None: any import of them fails\n"
+        "import pytest\n"
+        "sys.exit(pytest.main(['tests/reference', '-k', 'on_cuda', '--collect-only', '-q',\n"
+        "                      '-p', 'no:cacheprovider']))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     collected = [line for line in done.stdout.splitlines() if "::" in line]

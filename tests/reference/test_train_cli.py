@@ -8,9 +8,37 @@ import torch
 from autograder import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--task", "reverse", "--num-train", "120", "--num-valid", "20", "--num-test", "20", "--batch-size", "16",
-        "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--warmup", "5",
-        "--eval-every", "3", "--eval-size", "20", "--dropout", "0.1", "--no-progress", "--device", "cpu"]
+TINY = [
+    "--task",
+    "reverse",
+    "--num-train",
+    "120",
+    "--num-valid",
+    "20",
+    "--num-test",
+    "20",
+    "--batch-size",
+    "16",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--warmup",
+    "5",
+    "--eval-every",
+    "3",
+    "--eval-size",
+    "20",
+    "--dropout",
+    "0.1",
+    "--no-progress",
+    "--device",
+    "cpu",
+]
 
 
 def test_help_lists_the_flags(capsys):
@@ -20,8 +48,19 @@ def test_help_lists_the_flags(capsys):
     except SystemExit:
         pass
     text = capsys.readouterr().out
-    for flag in ("--task", "--steps", "--batch-size", "--seed", "--out", "--dropout", "--device", "--amp",
-                 "--resume", "--eval-every", "torchrun"):
+    for flag in (
+        "--task",
+        "--steps",
+        "--batch-size",
+        "--seed",
+        "--out",
+        "--dropout",
+        "--device",
+        "--amp",
+        "--resume",
+        "--eval-every",
+        "torchrun",
+    ):
         assert flag in text, flag
 
 
@@ -32,8 +71,12 @@ def test_train_prints_exact_match_and_resumes_exactly(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "held-out test exact match" in out and "validation exact match" in out
     assert cli.main(["train", *TINY, "--steps", "4", "--out", str(tmp_path / "part.pt")]) == 0
-    assert cli.main(["train", "--resume", str(tmp_path / "part.pt"), "--steps", "10", "--no-progress",
-                     "--batch-size", "99"]) == 0  # goes on in part.pt itself; --batch-size is ignored
+    assert (
+        cli.main(
+            ["train", "--resume", str(tmp_path / "part.pt"), "--steps", "10", "--no-progress", "--batch-size", "99"]
+        )
+        == 0
+    )  # goes on in part.pt itself; --batch-size is ignored
     captured = capsys.readouterr()
     assert "from step 4 to step 10" in captured.out and "--batch-size" in captured.err
     a, b = torch.load(tmp_path / "straight.pt"), torch.load(tmp_path / "part.pt")

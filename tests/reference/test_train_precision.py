@@ -16,19 +16,50 @@ from autograder.reference.model import EncoderDecoder, TransformerConfig
 from autograder.reference.train import AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig, amp_dtype, train
 
 CUDA = torch.device("cuda")
-TINY = ["--task", "reverse", "--num-train", "60", "--num-valid", "10", "--num-test", "10", "--batch-size", "16",
-        "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--d-ff", "32", "--warmup", "5",
-        "--eval-every", "2", "--eval-size", "10", "--no-progress"]
+TINY = [
+    "--task",
+    "reverse",
+    "--num-train",
+    "60",
+    "--num-valid",
+    "10",
+    "--num-test",
+    "10",
+    "--batch-size",
+    "16",
+    "--d-model",
+    "16",
+    "--num-heads",
+    "2",
+    "--num-layers",
+    "1",
+    "--d-ff",
+    "32",
+    "--warmup",
+    "5",
+    "--eval-every",
+    "2",
+    "--eval-size",
+    "10",
+    "--no-progress",
+]
 
 
 def _tiny_run(tmp_path, steps, amp="none", resume=None):
     task = make_task("reverse", num_train=60, num_valid=10, num_test=0, seed=0, num_symbols=6, max_len=6)
     torch.manual_seed(0)
-    model = EncoderDecoder(TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0,
-                                             max_len=16))
+    model = EncoderDecoder(
+        TransformerConfig(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=16)
+    )
     out = tmp_path / "run.pt"
-    train(model, task, TrainConfig(steps=steps, batch_size=16, warmup=5, amp=amp, progress=False), device="cpu",
-          out=out, resume=checkpoint.load(resume) if resume else None)
+    train(
+        model,
+        task,
+        TrainConfig(steps=steps, batch_size=16, warmup=5, amp=amp, progress=False),
+        device="cpu",
+        out=out,
+        resume=checkpoint.load(resume) if resume else None,
+    )
     return checkpoint.load(out)
 
 
@@ -92,4 +123,3 @@ def test_auto_precision_follows_the_measured_threshold(monkeypatch):
     assert amp_dtype(CUDA, "bf16", d_model=64) == torch.bfloat16  # asked for: given
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
     assert amp_dtype(CUDA, "auto", d_model=1024, captured=True) == torch.float16
-

@@ -1,31 +1,23 @@
 """The grader's side: code that never runs a submission (ARCHITECTURE.md, "Trust model of grading").
 
-    pipeline    ``grade``: its steps (``STEPS``: intake, prepare, make_jobs, grade_each, score,
-                export) run in order on one ``Grading``
-    outcomes    what came of each student's lab, and the summary
-    jobs        ``Job`` and ``Result``: what the pipeline and a worker say, one JSON line each way
-    collect     submissions from a folder or an LMS zip (folders, zipread, files, ids,
-                lmsnames, marks, intake): every other file listed with its reason
-    screening   what a submission looks like before grading (invalid JSON, renamed, edited tests)
-    staging     the folder nbgrader's autograde reads: the inspected bytes and the hand-in time
-    nbconfig    the course's nbgrader_config.py with a job's overrides
-    gradebook   every write of ours to nbgrader's gradebook, and the one lock around it
-    export      grades.csv
-    submission  the steps of one submission (``STEPS``: autograde, independent_check,
-                into_notebook, flags, feedback), run in the worker
-    worker      long-lived grading processes running nbgrader, in turns at the gradebook. The
-                worker executes no student code itself: nbgrader talks to the sandboxed kernel
-                over sockets, so the worker sits here
-    kernelspec  the kernelspec that starts the grading kernel in the sandbox
-    sandbox     the command lines that ask for a sandbox, and its probe
-    preflight   the lab's solution graded first, so a broken grader never yields a class of zeros
-    recheck     the independent check: the test cells again, here, against the sandboxed child,
-                and again with earlier wrong answers made right (error carried forward)
-    verdicts    its verdicts written into the autograded notebook
-    hidden, limits, feedback, sanitize
-                nbgrader preprocessors: hidden tests kept from the kernel, outputs capped,
-                feedback without hidden tests or the grader's paths, pages without scripts
-    similarity  answers flagged for the instructor to read (never a change of points), with
-                dynamic: the constructs that reach PyTorch or the grader dynamically
-    formgrader  Formgrader's Autograde button, pointed at ``make grade``
+A submission travels through five stations, each a package, in this order; a module of a later
+station never imports one of an earlier station (``tests/test_architecture.py``):
+
+    intake      collected into submitted/, an id of its own, screened, staged for nbgrader
+    run         nbgrader's autograde in a sandboxed kernel, and the independent check
+    verdict     the check's verdicts into the notebook, flags, verdicts.json
+    output      the gradebook, grades.csv, feedback pages
+    report      the class report, from the recorded verdicts
+
+What every station may read, beside them:
+
+    job             ``Job`` and ``Result``: what the pipeline asks a worker and what it answers
+    outcomes        what came of each student's lab, and the summary an instructor reads
+    lab_cells       a lab's test cells, solutions and hidden-test blocks
+    verdicts_json   the verdicts of one student's lab as data (written by verdict, read by report)
+    safe_text       student-chosen text made safe on a summary line or in a spreadsheet cell
+
+and, outside ``grader/``, the course's layout (``grading/layout.py``) and the sandbox's limits
+(``grading/protocol/confinement.py``). ``pipeline`` runs the stations for a class: ``grade``
+and its ``STEPS``.
 """

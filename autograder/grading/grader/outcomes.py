@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from autograder.grading.grader.ids import printable
+from autograder.grading.grader.safe_text import printable
+from autograder.grading.layout import CourseLayout
+
+LEGEND = (
+    "Status: ok = graded, nothing to read; check = graded, with notes above to read; FAILED = not graded, "
+    "scored 0 (its note above says why); not graded = a file handed in that is no lab's notebook."
+)
 
 
 @dataclass
@@ -50,17 +57,40 @@ def summary(outcomes: list[Outcome]) -> str:
     for o in graded:
         late = f" ({printable(o.late)})" if o.late else ""
         unconfined = "" if o.sandboxed else " (no sandbox)"
-        lines.append(f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
-                     f"{o.status}{late}{unconfined}")
+        lines.append(
+            f"{printable(o.student):<20} {printable(o.lab):<28} {o.score:>4g}/{o.max_score:<4g}  "
+            f"{o.status}{late}{unconfined}"
+        )
     attention = [f"  {printable(note)}" for note in getattr(outcomes, "notes", [])]
     mapped = {o.student: o.original_id for o in graded if o.original_id and o.original_id != o.student}
-    attention += [f"  {student}: the student id made from the name \"{printable(name)}\" (grades.csv: original_id)"
-                  for student, name in sorted(mapped.items())]
-    attention += [f"  {printable(o.student)} / {printable(o.lab)}: {printable(note)}"
-                  for o in graded for note in o.notes]
-    attention += [f"  not graded: {printable(o.file)}: {printable(note)}"
-                  for o in outcomes if o.file for note in o.notes]
+    attention += [
+        f'  {student}: the student id made from the name "{printable(name)}" (grades.csv: original_id)'
+        for student, name in sorted(mapped.items())
+    ]
+    attention += [
+        f"  {printable(o.student)} / {printable(o.lab)}: {printable(note)}" for o in graded for note in o.notes
+    ]
+    attention += [
+        f"  not graded: {printable(o.file)}: {printable(note)}" for o in outcomes if o.file for note in o.notes
+    ]
     lines.append("")
     lines.append("Needs an instructor's eyes:" if attention else "Nothing needs an instructor's eyes.")
     lines += attention
     return "\n".join(lines)
+
+
+def results(outcomes: list[Outcome], layout: CourseLayout, csv_path: Path | None = None) -> str:
+    """The lines that end a grading: the status column's legend, then where grades.csv, the
+    feedback pages and the class report of each lab graded are (one path to a line, last)."""
+    labs = sorted({o.lab for o in outcomes if o.student and not o.file})
+    reports = [(lab, layout.reports / lab / "index.html") for lab in labs]
+    return "\n".join(
+        [
+            LEGEND,
+            "",
+            "Results:",
+            f"  grades: {csv_path or layout.grades_csv}",
+            f"  feedback (STUDENT/LAB/LAB.html, one page each): {layout.feedback}",
+            *(f"  class report of {lab}: {path}" for lab, path in reports if path.is_file()),
+        ]
+    )

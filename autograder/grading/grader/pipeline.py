@@ -1,6 +1,6 @@
 """``grade``: collect submissions, autograde every lab in parallel, feedback, grades.csv, summary.
 
-Each (student, lab) is graded by nbgrader in its own process (autograder.grading.grader.worker),
+Each (student, lab) is graded by nbgrader in its own process (autograder.grading.grader.run.worker),
 in a sandboxed kernel (autograder.grading.sandboxed.kernel, .launcher), under a wall-clock limit;
 whatever happens to one submission is reported and the others go on.
 
@@ -18,34 +18,32 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import queue
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm import tqdm
-
 from autograder.grading.course import labs as course_labs
 from autograder.grading.course import tool_env
-from autograder.grading.grader import gradebook, kernelspec, nbconfig, preflight, sandbox
-from autograder.grading.grader.collect import collect, recorded_late, recorded_originals
-from autograder.grading.grader.export import write_csv
-from autograder.grading.grader.files import readable_by_others
-from autograder.grading.grader.ids import nfc, safe_id
-from autograder.grading.grader.jobs import Job, Result
-from autograder.grading.grader.outcomes import Outcome, Outcomes, summary
+from autograder.grading.grader.intake.collect import collect, recorded_late, recorded_originals
+from autograder.grading.grader.intake.ids import nfc, safe_id
+from autograder.grading.grader.intake.screening import after_grading, inspect_submission
+from autograder.grading.grader.intake.staging import stage
+from autograder.grading.grader.intake.untrusted import other_people, readable_by_others
+from autograder.grading.grader.job import Job, Result
+from autograder.grading.grader.outcomes import Outcome, Outcomes, results, summary
+from autograder.grading.grader.output import gradebook
+from autograder.grading.grader.output.grades_csv import write_csv
 from autograder.grading.grader.report.step import report
-from autograder.grading.grader.screening import after_grading, inspect_submission
-from autograder.grading.grader.staging import stage
-from autograder.grading.grader.worker import WorkerProcess
+from autograder.grading.grader.run import bwrap, kernelspec, nbconfig
+from autograder.grading.grader.run.pool import run_jobs
+from autograder.grading.layout import CourseLayout
 from autograder.grading.protocol import boot
-from autograder.grading.protocol.confinement import MEMORY_MB
+from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
 
-__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "summary"]
+__all__ = ["STEPS", "Grading", "Options", "Outcome", "Outcomes", "UnknownSelection", "grade", "results", "summary"]
 
 
 @dataclass
@@ -55,16 +53,12 @@ class Options:
     students: list[str] | None = None
     labs: list[str] | None = None
     timeout: int | None = None  # per cell, seconds (default: nbgrader_config.py)
-    memory_mb: int = MEMORY_MB  # address-space limit of a grading kernel
-    job_timeout: int = 600  # wall clock for one student's lab, seconds
+    limits: Limits = field(default_factory=Limits)  # what each sandboxed process may use (--memory-mb)
+    job_timeout: int = JOB_SECONDS  # wall clock for one student's lab, seconds
     csv_path: Path | None = None  # default: ROOT/grades.csv
     progress: bool = True
     sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
     package: Path | None = None  # the autograder every grading process imports (default: boot.package_dir)
-
-
-def default_db_url(root: Path) -> str:
-    return "sqlite:///" + str(root / "gradebook.db")
 
 
 class UnknownSelection(ValueError):
@@ -79,6 +73,7 @@ def _check_selection(names: list[str] | None, known: list[str], what: str, where
 
 
 # ----------------------------------------------------------------------------- steps
+
 
 @contextlib.contextmanager
 def _scripts_on_path() -> Iterator[None]:
@@ -95,13 +90,18 @@ def _scripts_on_path() -> Iterator[None]:
             os.environ["PATH"] = before
 
 
-def _readable_by_others(root: Path, db_url: str) -> list[str]:
-    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read."""
+def _readable_by_others(layout: CourseLayout, db_url: str) -> list[str]:
+    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read,
+    where this machine has other people's accounts (a hub, a shared server; not a laptop)."""
     gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
-    return [f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
-            "(see the instructor guide's hub section)"
-            for shown, path in (("solutions/", root / "solutions"), ("the gradebook", gradebook))
-            if path is not None and readable_by_others(path)]
+    if not other_people():
+        return []
+    return [
+        f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
+        "(see the instructor guide's hub section)"
+        for shown, path in (("solutions/", layout.solutions), ("the gradebook", gradebook))
+        if path is not None and readable_by_others(path)
+    ]
 
 
 def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
@@ -113,41 +113,64 @@ def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str,
     # the id, the name, or who it is ("John Smith (Moodle 202)"), in any Unicode form
     students = [collected.ids.get(nfc(s)) or safe_id(s) for s in options.students or []]
     _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
-    pairs = [(s, lab) for s, lab in collected.pairs
-             if (not options.labs or lab in options.labs) and (not students or s in students)]
+    pairs = [
+        (s, lab)
+        for s, lab in collected.pairs
+        if (not options.labs or lab in options.labs) and (not students or s in students)
+    ]
     not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
-    notes = collected.notes + _readable_by_others(root, options.db_url or default_db_url(root))
+    layout = CourseLayout(root)
+    notes = collected.notes + _readable_by_others(layout, options.db_url or layout.db_url)
     return pairs, Outcomes(not_graded, notes)
 
 
-def _jobs(root: Path, pairs: list[tuple[str, str]], options: Options, db_url: str, lock: str,
-          scratch: Path) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
+def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
     """An outcome for every pair, and a job for each submission that can be graded (the others
     are marked not graded, with the reason, after a look at the notebook)."""
     outcomes: dict[tuple[str, str], Outcome] = {}
     jobs: list[Job] = []
-    late = recorded_late(root)
-    originals = recorded_originals(root)
-    for student, lab in pairs:
-        outcome = outcomes[(student, lab)] = Outcome(student, lab, sandboxed=options.sandbox,
-                                                     original_id=originals.get(student, ""))
-        found = inspect_submission(root / "submitted" / student / lab, lab, root / "notebooks" / lab / f"{lab}.ipynb")
+    layout, options, scratch = CourseLayout(g.root), g.options, g.scratch
+    for student, lab in g.pairs:
+        outcome = outcomes[(student, lab)] = Outcome(
+            student, lab, sandboxed=options.sandbox, original_id=g.originals.get(student, "")
+        )
+        found = inspect_submission(layout.submission(student, lab), lab, layout.release(lab), layout.source(lab))
         outcome.notes += found.notes
         if found.problem:
             outcome.graded = False
             outcome.notes.append(found.problem)
             continue
-        stage(root, scratch / "staged", student, lab, found.data, late.get((student, lab), ""))
         # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-        config: dict = {"CourseDirectory.db_url": db_url, **kernelspec.install(
-            scratch / "jupyter", options.memory_mb, scratch / "k" / str(len(jobs)),
-            name=f"{kernelspec.NAME}-{len(jobs)}", enabled=options.sandbox, package=options.package)}
+        config: dict = {
+            "CourseDirectory.db_url": g.db_url,
+            **kernelspec.install(
+                scratch / "jupyter",
+                options.limits,
+                scratch / "k" / str(len(jobs)),
+                name=f"{kernelspec.NAME}-{len(jobs)}",
+                enabled=options.sandbox,
+                package=options.package,
+            ),
+        }
         config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
         if options.timeout:
             config["Execute.timeout"] = options.timeout
-        jobs.append(Job(str(root), lab, student, config, lock=lock, jupyter_path=str(scratch / "jupyter"),
-                        memory_mb=options.memory_mb, scratch=str(scratch), sandbox=options.sandbox,
-                        package=str(options.package or boot.package_dir(root))))
+        job = Job(
+            str(g.root),
+            lab,
+            student,
+            config,
+            lock=g.lock,
+            jupyter_path=str(scratch / "jupyter"),
+            limits=options.limits,
+            scratch=str(scratch),
+            sandbox=options.sandbox,
+            package=str(options.package or boot.package_dir(g.root)),
+            original_id=g.originals.get(student, ""),
+            late=g.late.get((student, lab), ""),
+        )
+        stage(layout, scratch / "staged", job, found.data)
+        jobs.append(job)
     return outcomes, jobs
 
 
@@ -166,7 +189,7 @@ def _failure_reason(result: Result) -> str:
 def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
     """Write a job's log to grading-logs/ and put its times and notes into its outcome."""
     outcome.seconds = result.seconds
-    (root / "grading-logs" / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
+    (CourseLayout(root).grading_logs / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
     outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
     outcome.check_seconds = result.check_seconds
     if result.failed:
@@ -175,66 +198,23 @@ def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
     elif not (result.feedback and result.feedback.success):
         outcome.notes.append("feedback could not be generated")
     outcome.notes += result.notes  # the independent check's disagreements
-    outcome.notes += after_grading(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
+    outcome.notes += after_grading(CourseLayout(root).autograded_notebook(outcome.student, outcome.lab))
 
 
 def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path) -> Job:
     """A job for the preflight: the first job's lab, in a kernel of its own."""
-    config = {**jobs[0].config, **kernelspec.install(
-        scratch / "jupyter", options.memory_mb, scratch / "k" / "preflight", name=f"{kernelspec.NAME}-preflight",
-        enabled=options.sandbox, package=options.package)}
+    config = {
+        **jobs[0].config,
+        **kernelspec.install(
+            scratch / "jupyter",
+            options.limits,
+            scratch / "k" / "preflight",
+            name=f"{kernelspec.NAME}-preflight",
+            enabled=options.sandbox,
+            package=options.package,
+        ),
+    }
     return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
-
-
-def _run(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
-         scratch: Path) -> None:
-    """Grade the known-good notebook (preflight: PreflightFailed if it does not get full marks),
-    then run the jobs on ``options.jobs`` worker processes, each job under its wall-clock limit,
-    and record every result in its outcome as it comes (in the jobs' order)."""
-    workers: queue.Queue[WorkerProcess] = queue.Queue()
-    for _ in range(max(1, min(options.jobs, len(jobs)))):
-        workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), options.package))
-    every_worker = list(workers.queue)
-    try:
-        for worker in every_worker[1:]:  # they start (import nbgrader) while the first checks the grader
-            worker.start()
-        if jobs:
-            preflight.check(every_worker[0], _preflight_job(root, jobs, options, scratch), options.job_timeout)
-        _grade_jobs(root, jobs, outcomes, options, workers)
-    except BaseException:  # a stop (SIGTERM, Ctrl+C) or a failure: no worker or kernel outlives grading
-        for worker in every_worker:
-            worker.stop()
-        raise
-    finally:  # each takes about a second to end: all are told before any is waited for
-        for worker in every_worker:
-            worker.hang_up()
-        for worker in every_worker:
-            worker.close()
-
-
-def _grade_jobs(root: Path, jobs: list[Job], outcomes: dict[tuple[str, str], Outcome], options: Options,
-                workers: queue.Queue[WorkerProcess]) -> None:
-    """Run the jobs on the workers, each job under its wall-clock limit, and record every
-    result in its outcome as it comes (in the jobs' order)."""
-    def run_job(job: Job) -> Result:
-        worker = workers.get()
-        try:
-            return worker.run(job, options.job_timeout)
-        finally:
-            workers.put(worker)
-
-    (root / "grading-logs").mkdir(exist_ok=True)
-    pool = ThreadPoolExecutor(max(1, options.jobs))
-    try:
-        with tqdm(total=len(jobs), desc="grading", unit="notebook", ascii=True, file=sys.stderr,
-                  disable=not options.progress or not jobs) as bar:
-            futures = [(job, pool.submit(run_job, job)) for job in jobs]
-            for job, future in futures:
-                result = future.result()
-                bar.update(1)
-                _record_result(root, outcomes[(job.student, job.lab)], result)
-    finally:  # on a stop, the jobs not yet started never start (the caller kills those in hand)
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -253,13 +233,15 @@ class Grading:
     outcomes: dict[tuple[str, str], Outcome] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
     scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # all the gradebook holds
-    late: dict[tuple[str, str], str] = field(default_factory=dict)
-    originals: dict[str, str] = field(default_factory=dict)
+    late: dict[tuple[str, str], str] = field(default_factory=dict)  # intake's record: (student, lab) -> late flag
+    originals: dict[str, str] = field(default_factory=dict)  # intake's record: student -> who they are
 
 
 def intake(g: Grading) -> None:
-    """Collect the submissions into submitted/, with --student and --lab applied."""
+    """Collect the submissions into submitted/, with --student and --lab applied, and read what
+    intake recorded of the class (late flags, who each student is) once, for every later step."""
     g.pairs, g.not_graded = _select(g.root, g.source, g.options)
+    g.late, g.originals = recorded_late(g.root), recorded_originals(g.root)
 
 
 def prepare(g: Grading) -> None:
@@ -269,11 +251,30 @@ def prepare(g: Grading) -> None:
 
 
 def make_jobs(g: Grading) -> None:
-    g.outcomes, g.jobs = _jobs(g.root, g.pairs, g.options, g.db_url, g.lock, g.scratch)
+    g.outcomes, g.jobs = _jobs(g)
 
 
 def grade_each(g: Grading) -> None:
-    _run(g.root, g.jobs, g.outcomes, g.options, g.scratch)
+    """The preflight, then every job on the worker processes, each result recorded in its outcome."""
+    CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
+    first = _preflight_job(g.root, g.jobs, g.options, g.scratch) if g.jobs else None
+    if first is not None:
+        print(
+            f"Checking the grader before the first student: the solution of {first.lab} must get full marks "
+            "in the sandbox (about 20 seconds)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    run_jobs(
+        g.jobs,
+        first,
+        lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
+        processes=g.options.jobs,
+        job_timeout=g.options.job_timeout,
+        scratch=g.scratch,
+        package=g.options.package,
+        progress=g.options.progress,
+    )
 
 
 def score(g: Grading) -> None:
@@ -283,8 +284,6 @@ def score(g: Grading) -> None:
         if not outcome.graded:
             gradebook.record_zero(g.db_url, g.course_id, outcome.student, outcome.lab)
     g.scores = gradebook.scores(g.db_url, g.course_id)
-    g.late = recorded_late(g.root)
-    g.originals = recorded_originals(g.root)
     for key, outcome in g.outcomes.items():
         outcome.score, outcome.max_score = g.scores.get(key, (0.0, 0.0))
         outcome.late = g.late.get(key, "")
@@ -293,23 +292,25 @@ def score(g: Grading) -> None:
 
 def export(g: Grading) -> None:
     """grades.csv: every submission the gradebook holds, not just these."""
-    write_csv(g.options.csv_path or g.root / "grades.csv", g.scores, g.late, g.originals)
+    write_csv(g.options.csv_path or CourseLayout(g.root).grades_csv, g.scores, g.late, g.originals)
 
 
 # The steps of a grading, in order; a new one (a class report) is appended here.
 STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export, report]
 
 
-def grade(root: Path, source: Path, options: Options | None = None,
-          steps: list[Callable[[Grading], None]] = STEPS) -> list[Outcome]:
+def grade(
+    root: Path, source: Path, options: Options | None = None, steps: list[Callable[[Grading], None]] = STEPS
+) -> list[Outcome]:
     """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
     writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
     root = Path(root).resolve()
     options = options or Options()
     options = dataclasses.replace(options, package=options.package or boot.package_dir(root))
-    if options.sandbox and (problem := sandbox.probe(options.package)):  # refuse rather than run unconfined
-        raise sandbox.Unavailable(problem)
-    db_url = options.db_url or default_db_url(root)
+    nbconfig.check_paths(root)  # an older copy of the config: a clear error before anything is written
+    if options.sandbox and (problem := bwrap.probe(options.package)):  # refuse rather than run unconfined
+        raise bwrap.Unavailable(problem)
+    db_url = options.db_url or CourseLayout(root).db_url
     g = Grading(root, Path(source), options, db_url, Path(tempfile.mkdtemp(prefix="autograder-grade-")))
     try:
         # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block

@@ -73,8 +73,10 @@ def mismatch(root: str | Path) -> str | None:
     chosen, installed_here = package_dir(root), installed()
     if chosen == installed_here:
         return None
-    return (f"grading imports autograder from the course ({chosen}), not from this environment's install "
-            f"({installed_here}): check that the two are the same version")
+    return (
+        f"grading imports autograder from the course ({chosen}), not from this environment's install "
+        f"({installed_here}): check that the two are the same version"
+    )
 
 
 def command(module: str, *args: str, package: str | Path | None = None) -> list[str]:
@@ -94,8 +96,9 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         if name != "autograder":
             return None  # its submodules: found through its __path__, which is [folder]
-        return importlib.util.spec_from_file_location("autograder", os.path.join(self.folder, "__init__.py"),
-                                                      submodule_search_locations=[self.folder])
+        return importlib.util.spec_from_file_location(
+            "autograder", os.path.join(self.folder, "__init__.py"), submodule_search_locations=[self.folder]
+        )
 
 
 def _load(folder: str) -> None:

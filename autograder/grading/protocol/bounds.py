@@ -43,8 +43,10 @@ def bounded() -> Iterator[None]:
         ceiling = min(ceiling, hard)
     timed = threading.current_thread() is threading.main_thread()
     if timed:
+
         def expired(signum: int, frame: Any) -> None:
             raise CallbackLimit(f"a call of the grader's object took over {CALLBACK_SECONDS:g} s")
+
         before = signal.signal(signal.SIGALRM, expired)
         outer, _ = signal.setitimer(signal.ITIMER_REAL, CALLBACK_SECONDS)  # a callback inside a callback
     if ceiling is not None and (soft == resource.RLIM_INFINITY or ceiling < soft):

@@ -1,4 +1,4 @@
-"""What a sandbox may use, agreed by the grader that asks for it (``grader.sandbox.wrap``) and
+"""What a sandbox may use, agreed by the grader that asks for it (``grader.run.bwrap.wrap``) and
 the launcher that enforces it (``sandboxed.launcher``): the limits, the output cap, and how
 to fix a machine where bubblewrap cannot start."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MEMORY_MB = 4096  # address space of each grading process, MiB: the one default of --memory-mb
+JOB_SECONDS = 600  # wall clock for one student's lab, seconds: the one default of --job-timeout
 OUTPUT_CAP = 64 * 1024  # bytes of the sandbox's stdout and stderr passed on (enough for a traceback at start)
 
 FIXES = """\

@@ -22,8 +22,11 @@ MAX_FRAMES = 20
 def cell_frames(err: BaseException) -> list[list]:
     """The frames of a submission's own code cells (``<cell N>``, as the child compiles them)
     in ``err``'s traceback: ``[N, line, function]`` each, innermost last, for its feedback."""
-    frames = [[int(match.group(1)), frame.lineno or 0, str(frame.name)[:100]]
-              for frame in traceback.extract_tb(err.__traceback__) if (match := CELL_FILE.match(frame.filename))]
+    frames = [
+        [int(match.group(1)), frame.lineno or 0, str(frame.name)[:100]]
+        for frame in traceback.extract_tb(err.__traceback__)
+        if (match := CELL_FILE.match(frame.filename))
+    ]
     return frames[-MAX_FRAMES:]
 
 
@@ -31,8 +34,14 @@ def frames_in(value: Any) -> list[tuple[int, int, str]]:
     """Frames as the child sent them, kept only where they have that shape (it may send anything)."""
     if not isinstance(value, list):
         return []
-    return [(f[0], f[1], f[2][:100]) for f in value[-MAX_FRAMES:] if isinstance(f, list) and len(f) == 3
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in f[:2]) and isinstance(f[2], str)]
+    return [
+        (f[0], f[1], f[2][:100])
+        for f in value[-MAX_FRAMES:]
+        if isinstance(f, list)
+        and len(f) == 3
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in f[:2])
+        and isinstance(f[2], str)
+    ]
 
 
 def exception_for(name: str, message: str) -> BaseException:

@@ -30,26 +30,36 @@ import torch
 from autograder.grading.protocol import wire
 from autograder.grading.protocol.bounds import MAX_PARAMS, bounded
 from autograder.grading.protocol.errors import cell_frames, exception_for, frames_in
+from autograder.grading.protocol.tensors_back import copy_back, differentiable
 
 # the methods of an nn.Module that change it: a module the grader exports is the grader's own
-MODULE_CHANGES = frozenset({
-    "load_state_dict", "apply", "to", "to_empty", "cuda", "cpu", "xpu", "mps", "ipu", "type", "float", "double",
-    "half", "bfloat16", "requires_grad_", "zero_grad", "register_buffer", "register_parameter", "add_module",
-    "register_module", "set_extra_state", "share_memory", "set_submodule"})
-
-
-class _Bridge(torch.autograd.Function):
-    """A scalar computed on the other side, made differentiable here with the gradients that
-    side computed: ``value.backward()`` fills the ``.grad`` of the tensors that were sent."""
-
-    @staticmethod
-    def forward(ctx: Any, value: torch.Tensor, grads: list, *leaves: torch.Tensor) -> torch.Tensor:
-        ctx.grads = grads
-        return value.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple:
-        return (None, None, *[None if g is None else grad_output * g for g in ctx.grads])
+MODULE_CHANGES = frozenset(
+    {
+        "load_state_dict",
+        "apply",
+        "to",
+        "to_empty",
+        "cuda",
+        "cpu",
+        "xpu",
+        "mps",
+        "ipu",
+        "type",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "requires_grad_",
+        "zero_grad",
+        "register_buffer",
+        "register_parameter",
+        "add_module",
+        "register_module",
+        "set_extra_state",
+        "share_memory",
+        "set_submodule",
+    }
+)
 
 
 class Connection:
@@ -72,8 +82,15 @@ class Connection:
         if not self.trusting and isinstance(obj, (type, types.ModuleType)):
             raise TypeError(f"{type(obj).__name__} objects do not cross to the sandbox")
         self.exported[id(obj)] = obj
-        kind = ("module" if isinstance(obj, torch.nn.Module) else "class" if isinstance(obj, type)
-                else "callable" if callable(obj) else "object")
+        kind = (
+            "module"
+            if isinstance(obj, torch.nn.Module)
+            else "class"
+            if isinstance(obj, type)
+            else "callable"
+            if callable(obj)
+            else "object"
+        )
         return {"$ref": id(obj), "kind": kind}
 
     def _handle_out(self, obj: Any, encoder: wire.Encoder) -> dict:
@@ -83,12 +100,15 @@ class Connection:
             return {"$iter": [encoder(v) for v in obj]}
         ours = type(obj).__module__.startswith("autograder.")
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and ours:
-            return {"$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
-                    "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})}
+            return {
+                "$dataclass": f"{type(obj).__module__}:{type(obj).__qualname__}",
+                "fields": encoder({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}),
+            }
         return self.export(obj)
 
-    def encode(self, value: Any, leaves: list | None = None,
-               sources: dict | None = None) -> tuple[Any, dict[str, torch.Tensor]]:
+    def encode(
+        self, value: Any, leaves: list | None = None, sources: dict | None = None
+    ) -> tuple[Any, dict[str, torch.Tensor]]:
         """JSON and tensors for ``value``; tensors that require grad are appended to ``leaves``,
         and ``sources`` maps each tensor's key to the tensor that was sent."""
         encoder = wire.Encoder(lambda obj: self._handle_out(obj, encoder))
@@ -101,6 +121,7 @@ class Connection:
                 if t.requires_grad:
                     leaves.append(t)
                 return plain_tensor(t)
+
             encoder.tensor = tensor  # type: ignore[method-assign]
         return encoder(value), encoder.tensors
 
@@ -144,8 +165,9 @@ class Connection:
         """The value of ``node``; on the trusting side, tensors sent with requires_grad get it
         back and are appended to ``leaves``."""
         found = [] if leaves is None else leaves
-        decoder = wire.Decoder(tensors, lambda n: self._handle_in(n, decoder),
-                               lambda n, t: self._tensor_in(n, t, found))
+        decoder = wire.Decoder(
+            tensors, lambda n: self._handle_in(n, decoder), lambda n, t: self._tensor_in(n, t, found)
+        )
         return decoder(node)
 
     # ------------------------------------------------------------------ requests
@@ -216,16 +238,23 @@ class Connection:
         leaves: list[torch.Tensor] = []
         sources: dict[str, torch.Tensor] = {}
         document, tensors = self.encode([list(args), kwargs], leaves, sources)
-        request = {"op": "call", "target": ref, "args": document[0], "kwargs": document[1],
-                   "grad": torch.is_grad_enabled(), "forbid": self.forbid, **extra}
+        request = {
+            "op": "call",
+            "target": ref,
+            "args": document[0],
+            "kwargs": document[1],
+            "grad": torch.is_grad_enabled(),
+            "forbid": self.forbid,
+            **extra,
+        }
         tensors["rng"] = torch.get_rng_state()
         reply, blobs = self.request(request, tensors)
         rng = blobs.pop("rng", None)
         if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == tensors["rng"].shape:
             torch.set_rng_state(rng)
         value = self._reply_value(reply, blobs)
-        _copy_back(reply.get("changed"), blobs, {k: t for k, t in sources.items() if id(t) in self.writable})
-        return _differentiable(value, reply.get("grads"), blobs, leaves)
+        copy_back(reply.get("changed"), blobs, {k: t for k, t in sources.items() if id(t) in self.writable})
+        return differentiable(value, reply.get("grads"), blobs, leaves)
 
     @contextlib.contextmanager
     def writing_back(self, tensors: tuple[torch.Tensor, ...]) -> Iterator[None]:
@@ -246,28 +275,6 @@ class Connection:
             yield
         finally:
             self.forbid.pop()
-
-
-def _copy_back(changed: Any, blobs: dict, sources: dict[str, torch.Tensor]) -> None:
-    """Tensors the other side changed in place are changed here too, of those in ``sources``."""
-    for key in changed if isinstance(changed, list) else []:
-        new, old = blobs.get(f"changed-{key}"), sources.get(str(key))
-        if isinstance(new, torch.Tensor) and old is not None and new.shape == old.shape:
-            with torch.no_grad():
-                old.copy_(new.to(old.dtype))
-
-
-def _differentiable(value: Any, grads: Any, blobs: dict, leaves: list[torch.Tensor]) -> Any:
-    """A floating scalar sent back with one gradient per tensor sent that needed one becomes
-    differentiable here (``_Bridge``); any other value is returned as it is."""
-    if not (isinstance(value, torch.Tensor) and isinstance(grads, list) and len(grads) == len(leaves)
-            and value.dim() == 0 and value.is_floating_point()):
-        return value
-    decoded = [blobs.get(g) if isinstance(g, str) else None for g in grads]
-    if all(g is None or (isinstance(g, torch.Tensor) and g.shape == leaf.shape)
-           for g, leaf in zip(decoded, leaves, strict=True)):
-        return _Bridge.apply(value, decoded, *leaves)
-    return value
 
 
 class RemoteObject:

@@ -88,8 +88,12 @@ class Encoder:
 class Decoder:
     """Turns JSON plus tensors back into values; ``handle(node)`` resolves ``$ref``/``$own`` nodes."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], handle: Callable[[dict], Any],
-                 tensor_hook: Callable[[dict, torch.Tensor], torch.Tensor] | None = None) -> None:
+    def __init__(
+        self,
+        tensors: dict[str, torch.Tensor],
+        handle: Callable[[dict], Any],
+        tensor_hook: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
+    ) -> None:
         self.tensors, self.handle, self.tensor_hook = tensors, handle, tensor_hook
 
     def __call__(self, node: Any) -> Any:
@@ -130,7 +134,7 @@ def send(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BrokenPipeError as err:
             raise PeerGone("the other side closed the connection") from err
 

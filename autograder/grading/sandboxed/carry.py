@@ -31,6 +31,7 @@ def _into_function(old: types.FunctionType, new: types.FunctionType, undo: list[
 
     def restore() -> None:
         old.__code__, old.__defaults__, old.__kwdefaults__ = saved
+
     undo.append(restore)
     return True
 
@@ -40,8 +41,10 @@ def _rehomed(value: Any, new: type, old: type) -> Any:
     ``__class__`` cell (what ``super()`` reads) points at ``old``."""
     if not isinstance(value, types.FunctionType) or "__class__" not in value.__code__.co_freevars:
         return value
-    cells = tuple(types.CellType(old) if name == "__class__" and cell.cell_contents is new else cell
-                  for name, cell in zip(value.__code__.co_freevars, value.__closure__ or (), strict=True))
+    cells = tuple(
+        types.CellType(old) if name == "__class__" and cell.cell_contents is new else cell
+        for name, cell in zip(value.__code__.co_freevars, value.__closure__ or (), strict=True)
+    )
     method = types.FunctionType(value.__code__, value.__globals__, value.__name__, value.__defaults__, cells)
     method.__kwdefaults__, method.__qualname__ = value.__kwdefaults__, value.__qualname__
     return method
@@ -66,6 +69,7 @@ def _put_back(owner: type, key: str, before: Any) -> Callable[[], None]:
             delattr(owner, key)
         else:
             setattr(owner, key, before)
+
     return restore
 
 
@@ -75,11 +79,13 @@ def _put_back_name(namespace: dict[str, Any], name: str, before: Any) -> Callabl
             namespace.pop(name, None)
         else:
             namespace[name] = before
+
     return restore
 
 
-def bind(namespace: dict[str, Any], cells: list[str],
-         run: Callable[[list[str], dict[str, Any]], list[str | None]]) -> tuple[list[str], list[Callable[[], None]]]:
+def bind(
+    namespace: dict[str, Any], cells: list[str], run: Callable[[list[str], dict[str, Any]], list[str | None]]
+) -> tuple[list[str], list[Callable[[], None]]]:
     """Run the solution ``cells`` (with ``run``) in a copy of ``namespace`` and bind what they
     define into the student's objects; the names bound, and the steps that undo it, in order."""
     scratch = dict(namespace)
@@ -90,8 +96,11 @@ def bind(namespace: dict[str, Any], cells: list[str],
         old = namespace.get(name, _MISSING)
         if name.startswith("__") or old is new or not isinstance(new, types.FunctionType | type):
             continue
-        if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType) \
-                and _into_function(old, new, undo):
+        if (
+            isinstance(old, types.FunctionType)
+            and isinstance(new, types.FunctionType)
+            and _into_function(old, new, undo)
+        ):
             pass
         elif isinstance(old, type) and isinstance(new, type) and old is not new and _into_class(old, new, undo):
             pass

@@ -1,7 +1,8 @@
 """The sandboxed child of the independent check: it runs a submission's code cells, then
 answers the grader's calls on what they defined, and nothing else.
 
-Started by ``autograder.grading.grader.recheck`` as ``python -m autograder.grading.sandboxed.child RFD WFD``
+Started by the grader's independent check (``grader.run.independent_check``) as
+``python -m autograder.grading.sandboxed.child RFD WFD``
 inside the sandbox, with two pipes on file descriptors RFD (requests in) and WFD (replies
 out). What the student's code prints goes nowhere: standard output and error are closed
 to it, so it cannot disturb the conversation (and whatever it writes on WFD itself is
@@ -88,13 +89,19 @@ class ChildServer(Connection):
         if op == "hello":  # started, imports done, no student code run yet
             return "ready", {}, {}
         if op == "load":
-            return run_cells([str(c) for c in message["cells"]], self.namespace,
-                             float(message.get("limit", 30))), {}, {}
+            return (
+                run_cells([str(c) for c in message["cells"]], self.namespace, float(message.get("limit", 30))),
+                {},
+                {},
+            )
         if op == "bind":  # error carried forward: the solutions of earlier wrong answers, for one check
             carry.unbind(self.undo)
             limit = float(message.get("limit", 30))
-            bound, self.undo = carry.bind(self.namespace, [str(c) for c in message["cells"]],
-                                          lambda cells, namespace: run_cells(cells, namespace, limit))
+            bound, self.undo = carry.bind(
+                self.namespace,
+                [str(c) for c in message["cells"]],
+                lambda cells, namespace: run_cells(cells, namespace, limit),
+            )
             return bound, {}, {}
         if op == "unbind":
             carry.unbind(self.undo)

@@ -1,5 +1,5 @@
 """The sandbox launcher: ``python -m autograder.grading.sandboxed.launcher OPTIONS -- ARGV``
-(the command line that ``grader.sandbox.wrap`` builds) runs ``ARGV`` in bubblewrap (ARCHITECTURE.md,
+(the command line that ``grader.run.bwrap.wrap`` builds) runs ``ARGV`` in bubblewrap (ARCHITECTURE.md,
 "Trust model of grading"). The launcher itself is trusted code, run outside the sandbox but
 as the parent of what it starts (so it sits with the sandboxed side); it clears the
 environment, sets the resource limits and starts ``bwrap`` with:
@@ -83,8 +83,19 @@ def _read_only_paths() -> list[str]:
 def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: int) -> list[str]:
     args = [bwrap, "--die-with-parent", "--new-session"]
     if uid >= 0:  # root: a user namespace would map the sandbox to uid 0, which RLIMIT_NPROC spares
-        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                 "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        args += [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+        ]
     else:
         args += ["--unshare-all", "--unshare-user", "--disable-userns"]
     args += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
@@ -102,24 +113,55 @@ def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: in
     # --dir first: bwrap would make the folders above a mount point 0700, closed to the sandbox's uid
     for path in _read_only_paths():
         args += ["--dir", os.path.dirname(path), "--ro-bind", path, path]
-    args += ["--dir", os.path.dirname(scratch),
-             "--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", scratch]
-    for path in rw:  # a bounded tmpfs, with a copy of the host folder's files (bwrap reads each from a descriptor)
-        args += ["--dir", os.path.dirname(path), "--perms", "1777",
-                 "--size", str(max(1, limits.scratch_mb // len(rw)) * 2**20), "--tmpfs", path]
+    args += _writable(scratch, rw, limits)
+    # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
+    return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
+
+
+def _writable(scratch: str, rw: list[str], limits: Limits) -> list[str]:
+    """bwrap's arguments for the folders the sandbox may write: the scratch folder, and each rw
+    folder as a bounded tmpfs with a copy of the host folder's files (bwrap reads each from a
+    descriptor), their sizes from ``limits.scratch_mb``."""
+    args = [
+        "--dir",
+        os.path.dirname(scratch),
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.scratch_mb * 2**20),
+        "--tmpfs",
+        scratch,
+    ]
+    for path in rw:
+        args += [
+            "--dir",
+            os.path.dirname(path),
+            "--perms",
+            "1777",
+            "--size",
+            str(max(1, limits.scratch_mb // len(rw)) * 2**20),
+            "--tmpfs",
+            path,
+        ]
         for name in sorted(os.listdir(path)):
             if os.path.isfile(os.path.join(path, name)) and not os.path.islink(os.path.join(path, name)):
                 fd = os.open(os.path.join(path, name), os.O_RDONLY)
                 os.set_inheritable(fd, True)
                 args += ["--file", str(fd), os.path.join(path, name)]
-    # only the scratch tmpfs and the rw folders stay writable: no other tmpfs can fill the memory
-    return args + ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", scratch]
+    return args
 
 
 def _environment(scratch: str, extra: list[str]) -> dict[str, str]:
     """A minimal environment: none of the instructor's variables (tokens, paths, home)."""
-    env = {"PATH": f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
-           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    env = {
+        "PATH": f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin",
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+    }
     for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):  # nbgrader sets them while it runs a notebook
         if key in os.environ:
             env[key] = os.environ[key]
@@ -161,7 +203,7 @@ def _usage(paths: list[str]) -> tuple[int, int]:
 
 def _pass_on(chunk: bytes, passed: int) -> int:
     """Write what is left of ``OUTPUT_CAP`` of ``chunk`` to our stderr; the new count."""
-    keep = chunk[:max(0, OUTPUT_CAP - passed)]
+    keep = chunk[: max(0, OUTPUT_CAP - passed)]
     if passed + len(chunk) > OUTPUT_CAP >= passed:
         keep += f"\n[sandbox: output past {OUTPUT_CAP} bytes dropped]\n".encode()
     with contextlib.suppress(OSError):
@@ -189,8 +231,11 @@ def _watch(pid: int, output: int, rw: list[str], limits: Limits) -> None:
             size, entries = _usage(rw)
             if size > limits.scratch_mb * 2**20 or entries > MAX_ENTRIES:
                 os.kill(pid, signal.SIGKILL)
-                print(f"sandbox: stopped, it wrote more than {limits.scratch_mb} MiB or {MAX_ENTRIES} files "
-                      f"outside its scratch folder", file=sys.stderr)
+                print(
+                    f"sandbox: stopped, it wrote more than {limits.scratch_mb} MiB or {MAX_ENTRIES} files "
+                    f"outside its scratch folder",
+                    file=sys.stderr,
+                )
     if output >= 0:  # what it wrote before it ended (its PID namespace is gone: the pipe ends here)
         os.set_blocking(output, False)
         with contextlib.suppress(BlockingIOError):
@@ -223,8 +268,18 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
     if args.rw:
         os.set_inheritable(info_into, True)
     told = ["--info-fd", str(info_into)] if args.rw else []
-    command = [*_bwrap_args(bwrap, args.scratch, args.rw, limits, uid), *told,
-               boot.python(), "-I", "-S", "-c", INNER, str(uid), str(limits.processes), *args.argv]
+    command = [
+        *_bwrap_args(bwrap, args.scratch, args.rw, limits, uid),
+        *told,
+        boot.python(),
+        "-I",
+        "-S",
+        "-c",
+        INNER,
+        str(uid),
+        str(limits.processes),
+        *args.argv,
+    ]
     output, into = os.pipe()  # the sandbox's stdout and stderr: ours to read, never the caller's
     pid = os.fork()
     if pid == 0:
@@ -254,16 +309,22 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.grading.sandboxed.launcher",
-                                     description="Run a command in the grading sandbox (see the module's docstring).")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.grading.sandboxed.launcher",
+        description="Run a command in the grading sandbox (see the module's docstring).",
+    )
     parser.add_argument("--scratch", required=True, help="the command's working folder (a tmpfs in the sandbox)")
     parser.add_argument("--rw", action="append", default=[], help="a host folder it may write (repeatable)")
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="address space of each process, MiB")
     parser.add_argument("--cpu-seconds", type=int, default=Limits.cpu_seconds, help="CPU time of each process")
     parser.add_argument("--processes", type=int, default=Limits.processes, help="processes and threads in all")
     parser.add_argument("--file-mb", type=int, default=Limits.file_mb, help="largest file it may write, MiB")
-    parser.add_argument("--scratch-mb", type=int, default=Limits.scratch_mb,
-                        help="size of the scratch folder, and of the rw folders together, MiB")
+    parser.add_argument(
+        "--scratch-mb",
+        type=int,
+        default=Limits.scratch_mb,
+        help="size of the scratch folder, and of the rw folders together, MiB",
+    )
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an environment variable")
     parser.add_argument("--no-sandbox", action="store_true", help="same limits and environment, no bubblewrap")
     parser.add_argument("argv", nargs="+", help="the command (after --)")

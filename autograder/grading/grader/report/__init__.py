@@ -4,17 +4,21 @@
 ``reports/LAB/index.html`` (the instructor's copy, with ids and similar submissions) with its
 CSV files, and ``reports/LAB/class/`` (the same without any student id, to share). Everything
 is read from ``autograded/*/LAB/verdicts.json``; nothing is graded again, and no point changes.
+
+The fifth and last station: it reads the recorded verdicts (``verdicts_json``) and the lab's
+release, writes ``reports/``, and imports no module of an earlier station.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.grading.grader.report import page, sheets, similar
+from autograder.grading.grader.report import alike, page, sheets
 from autograder.grading.grader.report.page import Compared
 from autograder.grading.grader.report.release import Release, read_release
 from autograder.grading.grader.report.tables import write_tables
 from autograder.grading.grader.report.tally import Tally, tally
+from autograder.grading.layout import CourseLayout
 
 __all__ = ["NoVerdicts", "default_out", "write_report"]
 
@@ -25,31 +29,37 @@ class NoVerdicts(LookupError):
 
 def default_out(root: Path) -> Path:
     """Where reports go unless told: ROOT/reports, beside grades.csv."""
-    return root / "reports"
+    return CourseLayout(root).reports
 
 
-def _pairs(lab_sheets: list[sheets.Sheet], lab: Release, max_shared: int) -> list[similar.Pair]:
+def _pairs(lab_sheets: list[sheets.Sheet], lab: Release, max_shared: int) -> list[alike.Pair]:
     """Similar answers, per exercise of the release: its answer cells joined, compared across
     students, with the fingerprints of its stub and its reference solution left out."""
-    found: list[similar.Pair] = []
+    found: list[alike.Pair] = []
     for exercise, cells in lab.exercises.items():
         answers = {s.student: "\n".join(s.answers.get(c, "") for c in cells) for s in lab_sheets}
         stub = "\n".join(lab.stubs.get(c, "") for c in cells)
         given = stub.splitlines()
-        ignored = similar.boilerplate([stub, "\n".join(lab.solutions.get(c, "") for c in cells)], given)
-        found += similar.similar_pairs(exercise, answers, given, ignored, max_shared)
+        ignored = alike.boilerplate([stub, "\n".join(lab.solutions.get(c, "") for c in cells)], given)
+        found += alike.similar_pairs(exercise, answers, given, ignored, max_shared)
     return found
 
 
-def write_report(root: Path, lab: str, out: Path | None = None, max_shared: int = similar.MAX_SHARED,
-                 ) -> tuple[Tally, list[similar.Pair], list[str]]:
+def write_report(
+    root: Path,
+    lab: str,
+    out: Path | None = None,
+    max_shared: int = alike.MAX_SHARED,
+) -> tuple[Tally, list[alike.Pair], list[str]]:
     """Write ``lab``'s report under ``out`` (default ROOT/reports) /LAB; its tally, similar
     pairs and notes (files that could not be read). ``max_shared``: M, above which a fingerprint
-    common to that many answers of the class is not evidence of anything (``similar``)."""
+    common to that many answers of the class is not evidence of anything (``alike``)."""
     lab_sheets, notes = sheets.read_class(root, lab)
     if not lab_sheets:
-        raise NoVerdicts(f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
-                         + (f"; {len(notes)} unreadable: {notes[0]}" if notes else ""))
+        raise NoVerdicts(
+            f"no verdicts recorded for {lab} under {root / 'autograded'} (grade it first)"
+            + (f"; {len(notes)} unreadable: {notes[0]}" if notes else "")
+        )
     t = tally(lab, lab_sheets)
     release = read_release(root, lab)
     pairs = _pairs(lab_sheets, release, max_shared)

@@ -19,20 +19,55 @@ from pathlib import Path
 import nbformat
 
 from autograder import notebook_cells
+from autograder.grading.layout import CourseLayout
 
 LAB = "02-self-attention"
 # exercise, answer cell, points, outcome -> probability (a mistake id, "passed" or "blank")
 PLAN: list[tuple[str, str, float, dict[str, float]]] = [
-    ("test_softmax", "softmax", 2.0, {"passed": 0.6, "blank": 0.04, "softmax/nan-rows": 0.16,
-                                       "softmax/no-max-shift": 0.1, "softmax/wrong-axis": 0.06, "unnamed": 0.04}),
-    ("test_single_query_attention", "single_query_attention", 2.0, {
-        "passed": 0.75, "blank": 0.05, "attention/no-scale": 0.12, "single-query-attention/returns-weights": 0.08}),
-    ("test_scaled_dot_product_attention", "scaled_dot_product_attention", 4.0, {
-        "passed": 0.38, "blank": 0.08, "attention/mask-after-softmax": 0.18, "attention/nan-rows": 0.14,
-        "attention/mask-inverted": 0.1, "attention/softmax-over-queries": 0.07, "unnamed": 0.05}),
-    ("test_self_attention", "self_attention", 2.0, {
-        "passed": 0.62, "blank": 0.2, "self-attention/queries-keys-swapped": 0.1,
-        "self-attention/values-not-projected": 0.08}),
+    (
+        "test_softmax",
+        "softmax",
+        2.0,
+        {
+            "passed": 0.6,
+            "blank": 0.04,
+            "softmax/nan-rows": 0.16,
+            "softmax/no-max-shift": 0.1,
+            "softmax/wrong-axis": 0.06,
+            "unnamed": 0.04,
+        },
+    ),
+    (
+        "test_single_query_attention",
+        "single_query_attention",
+        2.0,
+        {"passed": 0.75, "blank": 0.05, "attention/no-scale": 0.12, "single-query-attention/returns-weights": 0.08},
+    ),
+    (
+        "test_scaled_dot_product_attention",
+        "scaled_dot_product_attention",
+        4.0,
+        {
+            "passed": 0.38,
+            "blank": 0.08,
+            "attention/mask-after-softmax": 0.18,
+            "attention/nan-rows": 0.14,
+            "attention/mask-inverted": 0.1,
+            "attention/softmax-over-queries": 0.07,
+            "unnamed": 0.05,
+        },
+    ),
+    (
+        "test_self_attention",
+        "self_attention",
+        2.0,
+        {
+            "passed": 0.62,
+            "blank": 0.2,
+            "self-attention/queries-keys-swapped": 0.1,
+            "self-attention/values-not-projected": 0.08,
+        },
+    ),
 ]
 # (student, answer cell) -> the classmate's whose answer it copies, renamed: one group of similar answers
 COPIED = {("s0031", "scaled_dot_product_attention"): ("s0007", "scaled_dot_product_attention")}
@@ -40,9 +75,11 @@ _CALLS = ["sum", "amax", "exp", "transpose", "masked_fill", "softmax", "matmul",
 
 
 def _answer(rng: random.Random, cell: str) -> str:
-    lines = [f"    v{i} = {rng.choice(['x', 'q', 'k'])}.{rng.choice(_CALLS)}({rng.randint(-2, 9)}) "
-             f"{rng.choice(['*', '/', '+', '@'])} {rng.choice(_CALLS)}({rng.randint(0, 99)}, dim={rng.randint(-2, 2)})"
-             for i in range(3)]
+    lines = [
+        f"    v{i} = {rng.choice(['x', 'q', 'k'])}.{rng.choice(_CALLS)}({rng.randint(-2, 9)}) "
+        f"{rng.choice(['*', '/', '+', '@'])} {rng.choice(_CALLS)}({rng.randint(0, 99)}, dim={rng.randint(-2, 2)})"
+        for i in range(3)
+    ]
     return f"def {cell}(x, *args):\n" + "\n".join(lines) + "\n    return v0 + v1 * v2\n"
 
 
@@ -54,11 +91,15 @@ def write_release(root: Path) -> Path:
     """Write the example lab's release notebook under ``root/notebooks``: its path."""
     nb = nbformat.v4.new_notebook()
     for exercise, cell, points, _ in PLAN:
-        nb.cells.append(nbformat.v4.new_code_cell(_stub(cell), metadata=notebook_cells.metadata(
-            cell, solution=True, locked=False)))
-        nb.cells.append(nbformat.v4.new_code_cell(f"check_{cell}({cell})", metadata=notebook_cells.metadata(
-            exercise, grade=True, points=points)))
-    path = root / "notebooks" / LAB / f"{LAB}.ipynb"
+        nb.cells.append(
+            nbformat.v4.new_code_cell(_stub(cell), metadata=notebook_cells.metadata(cell, solution=True, locked=False))
+        )
+        nb.cells.append(
+            nbformat.v4.new_code_cell(
+                f"check_{cell}({cell})", metadata=notebook_cells.metadata(exercise, grade=True, points=points)
+            )
+        )
+    path = CourseLayout(root).release(LAB)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
     return path
@@ -80,13 +121,31 @@ def example_class(root: Path, students: int = 60, seed: int = 0) -> list[str]:
                 outcome, answer = drawn[copied][0], re.sub(r"\bv(\d)", r"t\1", drawn[copied][1])
             drawn[(student, cell)] = (outcome, answer)
             status = outcome if outcome in ("passed", "blank") else "failed"
-            exercises.append({"exercise": exercise, "answer_cells": [cell], "status": status,
-                              "points": points if status == "passed" else 0.0, "max_points": points,
-                              "mistake": outcome if status == "failed" else None, "message": ""})
+            exercises.append(
+                {
+                    "exercise": exercise,
+                    "answer_cells": [cell],
+                    "status": status,
+                    "points": points if status == "passed" else 0.0,
+                    "max_points": points,
+                    "mistake": outcome if status == "failed" else None,
+                    "message": "",
+                }
+            )
             answers[cell] = _stub(cell) if status == "blank" else answer
-        folder = root / "autograded" / student / LAB
+        folder = CourseLayout(root).autograded / student / LAB
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "verdicts.json").write_text(json.dumps(
-            {"schema": "autograder.verdicts/1", "student": student, "original_id": None, "lab": LAB,
-             "exercises": exercises, "answers": answers}), encoding="utf-8")
+        (folder / "verdicts.json").write_text(
+            json.dumps(
+                {
+                    "schema": "autograder.verdicts/1",
+                    "student": student,
+                    "original_id": None,
+                    "lab": LAB,
+                    "exercises": exercises,
+                    "answers": answers,
+                }
+            ),
+            encoding="utf-8",
+        )
     return ids

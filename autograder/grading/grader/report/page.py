@@ -16,8 +16,8 @@ from html import escape
 from autograder.checks.failures import UNNAMED
 from autograder.checks.mistakes import describe
 from autograder.grading.grader.report import plots
+from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, groups
 from autograder.grading.grader.report.lessons import lesson
-from autograder.grading.grader.report.similar import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, groups
 from autograder.grading.grader.report.tally import Tally
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#1a1a1a;
@@ -40,8 +40,12 @@ class Compared:
 def _table(caption: str, head: list[str], rows: list[list[str]], numeric: Collection[int] = ()) -> str:
     """A table with a caption and column headers; cells are HTML already escaped by the caller."""
     th = "".join(f'<th scope="col">{h}</th>' for h in head)
-    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
     if not rows:
         body = f'<tr><td colspan="{len(head)}">none</td></tr>'
     return f"<table><caption>{caption}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
@@ -65,106 +69,178 @@ def _summary(t: Tally, pairs: list[Pair], ids: bool, compared: Compared) -> str:
     top = max((m for _, _, m in t.scores), default=0.0)
     median, low, high = t.spread()
     scores = [s for _, s, _ in t.scores]
-    lines = [f"<p><strong>{len(t.scores)} students</strong>. Median score <strong>{median:g}</strong> of {top:g} "
-             f"points; the middle half scored {low:g} to {high:g} (lowest {min(scores, default=0):g}, "
-             f"highest {max(scores, default=0):g}).</p>"]
+    lines = [
+        f"<p><strong>{len(t.scores)} students</strong>. Median score <strong>{median:g}</strong> of {top:g} "
+        f"points; the middle half scored {low:g} to {high:g} (lowest {min(scores, default=0):g}, "
+        f"highest {max(scores, default=0):g}).</p>"
+    ]
     common = [m for m in t.mistakes if m.mistake != UNNAMED][:3]
     if common:
-        items = "".join(f"<li><strong>{m.count}</strong> of {m.attempted} who attempted <code>{escape(m.exercise)}"
-                        f"</code>: {_mistake(m.mistake)}; taught in {_taught(t.lab, m.exercise)}.</li>" for m in common)
+        items = "".join(
+            f"<li><strong>{m.count}</strong> of {m.attempted} who attempted <code>{escape(m.exercise)}"
+            f"</code>: {_mistake(m.mistake)}; taught in {_taught(t.lab, m.exercise)}.</li>"
+            for m in common
+        )
         lines.append(f"<p>The {len(common)} most common mistakes:</p><ol>{items}</ol>")
     else:
         lines.append("<p>No named mistake.</p>")
     ranked = t.ranked()
     if ranked and ranked[0].points_lost > 0:
         e = ranked[0]
-        lines.append(f'<p>Most points lost on its own: <code>{escape(e.name)}</code>, {e.points_lost:g} points in all '
-                     f'(<a href="#ranked">what to teach again</a>).</p>')
+        lines.append(
+            f"<p>Most points lost on its own: <code>{escape(e.name)}</code>, {e.points_lost:g} points in all "
+            f'(<a href="#ranked">what to teach again</a>).</p>'
+        )
     if ids:
         found = groups(pairs)
-        lines.append("<p>Similar answers: " + (
-            f'<strong>{len(found)} group{"s" if len(found) != 1 else ""}</strong> of students to look at '
-            f'(<a href="#similar">below</a>).</p>' if compared.release else
-            "not compared (the lab's release notebook was not found).</p>"))
-    return ('<section id="summary" aria-labelledby="summary-title"><h2 id="summary-title">Summary</h2>'
-            + "".join(lines) + "</section>")
+        lines.append(
+            "<p>Similar answers: "
+            + (
+                f"<strong>{len(found)} group{'s' if len(found) != 1 else ''}</strong> of students to look at "
+                f'(<a href="#similar">below</a>).</p>'
+                if compared.release
+                else "not compared (the lab's release notebook was not found).</p>"
+            )
+        )
+    return (
+        '<section id="summary" aria-labelledby="summary-title"><h2 id="summary-title">Summary</h2>'
+        + "".join(lines)
+        + "</section>"
+    )
 
 
 def _distribution(t: Tally) -> str:
     rows = plots.bins(t)
     busiest = max(rows, key=lambda r: r[2])
-    alt = (f"Bar chart of the scores of {len(t.scores)} students in ten bins; the most students, "
-           f"{busiest[2]}, scored {busiest[0]:g} to {busiest[1]:g} points. The table below gives every bin.")
-    table = _table("Students per score bin (the last bin includes the maximum)", ["score from", "to", "students"],
-                   [[f"{lo:g}", f"{hi:g}", str(n)] for lo, hi, n in rows], {0, 1, 2})
-    return (f'<h2 id="scores">Score distribution</h2><figure><img src="{plots.distribution(t)}" alt="{escape(alt)}">'
-            f"<figcaption>Scores of the class on {escape(t.lab)}.</figcaption></figure>{table}")
+    alt = (
+        f"Bar chart of the scores of {len(t.scores)} students in ten bins; the most students, "
+        f"{busiest[2]}, scored {busiest[0]:g} to {busiest[1]:g} points. The table below gives every bin."
+    )
+    table = _table(
+        "Students per score bin (the last bin includes the maximum)",
+        ["score from", "to", "students"],
+        [[f"{lo:g}", f"{hi:g}", str(n)] for lo, hi, n in rows],
+        {0, 1, 2},
+    )
+    return (
+        f'<h2 id="scores">Score distribution</h2><figure><img src="{plots.distribution(t)}" alt="{escape(alt)}">'
+        f"<figcaption>Scores of the class on {escape(t.lab)}.</figcaption></figure>{table}"
+    )
 
 
 def _exercises(t: Tally) -> str:
     worst = max(t.exercises, key=lambda e: e.lost) if t.exercises else None
-    alt = ("Stacked horizontal bars, one per exercise, of the students who passed, failed or left it blank"
-           + (f"; the most lost points on {worst.name} ({worst.lost})" if worst else "")
-           + ". The table below gives them.")
-    table = _table("Per exercise, in the notebook's order", ["exercise", "points", "passed", "failed", "blank"],
-                   [[f"<code>{escape(e.name)}</code>", f"{e.max_points:g}", str(e.passed), str(e.failed), str(e.blank)]
-                    for e in t.exercises], {1, 2, 3, 4})
-    return (f'<h2 id="exercises">Each exercise</h2><figure><img src="{plots.outcomes(t)}" alt="{escape(alt)}">'
-            f"<figcaption>Passed, failed and blank, per exercise.</figcaption></figure>{table}")
+    alt = (
+        "Stacked horizontal bars, one per exercise, of the students who passed, failed or left it blank"
+        + (f"; the most lost points on {worst.name} ({worst.lost})" if worst else "")
+        + ". The table below gives them."
+    )
+    table = _table(
+        "Per exercise, in the notebook's order",
+        ["exercise", "points", "passed", "failed", "blank"],
+        [
+            [f"<code>{escape(e.name)}</code>", f"{e.max_points:g}", str(e.passed), str(e.failed), str(e.blank)]
+            for e in t.exercises
+        ],
+        {1, 2, 3, 4},
+    )
+    return (
+        f'<h2 id="exercises">Each exercise</h2><figure><img src="{plots.outcomes(t)}" alt="{escape(alt)}">'
+        f"<figcaption>Passed, failed and blank, per exercise.</figcaption></figure>{table}"
+    )
 
 
 def _ranked(t: Tally) -> str:
     rows = []
     for rank, e in enumerate(t.ranked(), 1):
         top = e.top_mistake()
-        rows.append([str(rank), f"<code>{escape(e.name)}</code>", f"{e.points_lost:g}", str(e.lost),
-                     f"{_mistake(top)}: {e.mistakes[top]}" if top else "none", _taught(t.lab, e.name)])
-    return ('<h2 id="ranked">What to teach again</h2><p>Exercises ranked by the points the class lost on them '
-            "<em>on their own</em> (blank ones included): where grading re-ran an exercise with the earlier "
-            "exercises it uses replaced by the reference, a mistake made earlier costs it nothing here. Each comes "
-            "with its most common mistake and the lecture section that teaches it.</p>"
-            + _table("Exercises by points lost on their own", ["rank", "exercise", "points lost on its own",
-                                                               "students who lost points", "most common mistake",
-                                                               "taught in"], rows, {0, 2, 3}))
+        rows.append(
+            [
+                str(rank),
+                f"<code>{escape(e.name)}</code>",
+                f"{e.points_lost:g}",
+                str(e.lost),
+                f"{_mistake(top)}: {e.mistakes[top]}" if top else "none",
+                _taught(t.lab, e.name),
+            ]
+        )
+    return (
+        '<h2 id="ranked">What to teach again</h2><p>Exercises ranked by the points the class lost on them '
+        "<em>on their own</em> (blank ones included): where grading re-ran an exercise with the earlier "
+        "exercises it uses replaced by the reference, a mistake made earlier costs it nothing here. Each comes "
+        "with its most common mistake and the lecture section that teaches it.</p>"
+        + _table(
+            "Exercises by points lost on their own",
+            [
+                "rank",
+                "exercise",
+                "points lost on its own",
+                "students who lost points",
+                "most common mistake",
+                "taught in",
+            ],
+            rows,
+            {0, 2, 3},
+        )
+    )
 
 
 def _mistakes(t: Tally, ids: bool) -> str:
     head = ["exercise", "mistake", "students", "of those who attempted"] + (["ids"] if ids else [])
-    rows = [[f"<code>{escape(m.exercise)}</code>", _mistake(m.mistake), str(m.count),
-             f"{_pct(m.share)} of {m.attempted}"] + ([f'<span class="ids">{escape(" ".join(m.students))}</span>']
-                                                   if ids else []) for m in t.mistakes]
-    return ('<h2 id="mistakes">Mistakes, one by one</h2><p>A check stops at its first failure: each count is of '
-            f"the first mistake each check found; a failure no check names is counted as {_mistake(UNNAMED)}.</p>"
-            + _table("Named mistakes, most common first", head, rows, {2, 3}))
+    rows = [
+        [f"<code>{escape(m.exercise)}</code>", _mistake(m.mistake), str(m.count), f"{_pct(m.share)} of {m.attempted}"]
+        + ([f'<span class="ids">{escape(" ".join(m.students))}</span>'] if ids else [])
+        for m in t.mistakes
+    ]
+    return (
+        '<h2 id="mistakes">Mistakes, one by one</h2><p>A check stops at its first failure: each count is of '
+        f"the first mistake each check found; a failure no check names is counted as {_mistake(UNNAMED)}.</p>"
+        + _table("Named mistakes, most common first", head, rows, {2, 3})
+    )
 
 
 def _similar(pairs: list[Pair], compared: Compared) -> str:
     found = groups(pairs)
-    rows = [[str(n), f'<span class="ids">{escape(" ".join(g.students))}</span>',
-             ", ".join(f"<code>{escape(e)}</code>" for e in g.exercises),
-             f"{min(p.similarity for p in g.pairs):.2f} to {max(p.similarity for p in g.pairs):.2f}"]
-            for n, g in enumerate(found, 1)]
-    how = ("Groups of students connected by similar answers, on any exercise: two answers are similar when their "
-           "code, with comments, names, whitespace and the stub's own lines taken out, and with the code that says "
-           f"nothing removed (the fingerprints of the release's stub and of the reference solution, and any found "
-           f"in more than {compared.max_shared} answers of the class), shares at least {MIN_SHARED} fingerprints "
-           f"and {THRESHOLD:.0%} of either's (answers under {MIN_TOKENS} tokens are not compared). Read the "
-           "answers before you conclude anything: this is a flag, never a change of points.")
+    rows = [
+        [
+            str(n),
+            f'<span class="ids">{escape(" ".join(g.students))}</span>',
+            ", ".join(f"<code>{escape(e)}</code>" for e in g.exercises),
+            f"{min(p.similarity for p in g.pairs):.2f} to {max(p.similarity for p in g.pairs):.2f}",
+        ]
+        for n, g in enumerate(found, 1)
+    ]
+    how = (
+        "Groups of students connected by similar answers, on any exercise: two answers are similar when their "
+        "code, with comments, names, whitespace and the stub's own lines taken out, and with the code that says "
+        f"nothing removed (the fingerprints of the release's stub and of the reference solution, and any found "
+        f"in more than {compared.max_shared} answers of the class), shares at least {MIN_SHARED} fingerprints "
+        f"and {THRESHOLD:.0%} of either's (answers under {MIN_TOKENS} tokens are not compared). Read the "
+        "answers before you conclude anything: this is a flag, never a change of points."
+    )
     if not compared.release:
         how = "Not compared: the lab's release notebook, which says which cells make up an exercise, was not found."
-    return (f'<h2 id="similar">Similar answers</h2><p>{how}</p>'
-            + _table("Groups of similar answers", ["group", "students", "exercises", "similarity of their pairs"],
-                     rows, {0}))
+    return f'<h2 id="similar">Similar answers</h2><p>{how}</p>' + _table(
+        "Groups of similar answers", ["group", "students", "exercises", "similarity of their pairs"], rows, {0}
+    )
 
 
 def render(t: Tally, pairs: list[Pair], notes: list[str], ids: bool = True, compared: Compared = Compared()) -> str:
     """The report's page for one lab; ``ids=False``: the copy with no student id."""
     audience = "instructor's copy, with student ids" if ids else "class copy, without student ids"
-    noted = ("<h2 id=\"notes\">Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
-             if notes and ids else "")
-    parts = [_summary(t, pairs, ids, compared), _ranked(t), _mistakes(t, ids)] \
-        + ([_similar(pairs, compared)] if ids else []) + [_distribution(t), _exercises(t)]
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-            f'content="width=device-width, initial-scale=1"><title>Class report: {escape(t.lab)}</title>'
-            f"<style>{_STYLE}</style></head><body><main><h1>Class report: {escape(t.lab)} "
-            f'<small>({audience})</small></h1>' + "".join(parts) + noted + "</main></body></html>\n")
+    noted = (
+        '<h2 id="notes">Notes</h2><ul>' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+        if notes and ids
+        else ""
+    )
+    parts = (
+        [_summary(t, pairs, ids, compared), _ranked(t), _mistakes(t, ids)]
+        + ([_similar(pairs, compared)] if ids else [])
+        + [_distribution(t), _exercises(t)]
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+        f'content="width=device-width, initial-scale=1"><title>Class report: {escape(t.lab)}</title>'
+        f"<style>{_STYLE}</style></head><body><main><h1>Class report: {escape(t.lab)} "
+        f"<small>({audience})</small></h1>" + "".join(parts) + noted + "</main></body></html>\n"
+    )

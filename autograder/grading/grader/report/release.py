@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import notebook_cells
+from autograder.grading.layout import CourseLayout
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,21 @@ def _exercises(cells: list) -> dict[str, tuple[str, ...]]:
 
 
 def _answers(cells: list | None) -> dict[str, str]:
-    return {str(notebook_cells.grade_id(c)): c.source for c in cells or []
-            if notebook_cells.is_answer(c) and notebook_cells.grade_id(c)}
+    return {
+        str(notebook_cells.grade_id(c)): c.source
+        for c in cells or []
+        if notebook_cells.is_answer(c) and notebook_cells.grade_id(c)
+    }
 
 
 def read_release(root: Path, lab: str) -> Release:
     """``lab``'s exercises, stubs and reference answers, from ROOT/notebooks and ROOT/solutions."""
-    released = _cells(root / "notebooks" / lab / f"{lab}.ipynb")
-    source = _cells(root / "solutions" / lab / f"{lab}.ipynb")
-    where = ("notebooks" if released is not None else "solutions" if source is not None else "")
-    return Release(_exercises(released if released is not None else source or []), _answers(released),
-                   _answers(source), f"{where}/{lab}/{lab}.ipynb" if where else "")
+    released = _cells(CourseLayout(root).release(lab))
+    source = _cells(CourseLayout(root).source(lab))
+    where = "notebooks" if released is not None else "solutions" if source is not None else ""
+    return Release(
+        _exercises(released if released is not None else source or []),
+        _answers(released),
+        _answers(source),
+        f"{where}/{lab}/{lab}.ipynb" if where else "",
+    )

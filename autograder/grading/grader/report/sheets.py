@@ -1,6 +1,6 @@
 """The recorded verdicts of a class, read for the report: one ``Sheet`` per student and lab.
 
-The grader writes ``autograded/STUDENT/LAB/verdicts.json`` (``grader/verdicts_file.py``, a
+The grader writes ``autograded/STUDENT/LAB/verdicts.json`` (``grader/verdicts_json.py``, a
 versioned schema) after the independent check; the report is rebuilt from those files alone,
 without grading again. ``_read`` is the one place that reads a file, through that module's loader.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.grader.verdicts_file import FILENAME, VerdictsFileError, read_verdicts
+from autograder.grading.grader.verdicts_json import FILENAME, VerdictsFileError, read_verdicts
+from autograder.grading.layout import CourseLayout
 
 
 class BadVerdicts(ValueError):
@@ -61,8 +62,10 @@ def _read(path: Path) -> Sheet:
         verdicts = read_verdicts(path)
     except (OSError, UnicodeDecodeError, VerdictsFileError) as err:
         raise BadVerdicts(f"{path}: {err}") from None
-    rows = tuple(Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message,
-                     e.points_alone) for e in verdicts.exercises)
+    rows = tuple(
+        Row(e.exercise, tuple(e.answer_cells), e.status, e.points, e.max_points, e.mistake, e.message, e.points_alone)
+        for e in verdicts.exercises
+    )
     return Sheet(verdicts.student, verdicts.original_id, verdicts.lab, rows, dict(verdicts.answers))
 
 
@@ -70,7 +73,7 @@ def read_class(root: Path, lab: str) -> tuple[list[Sheet], list[str]]:
     """Every student's sheet for ``lab`` under ``root/autograded``, sorted by id, and a note for
     each file that could not be read (the report goes on without it)."""
     sheets, notes = [], []
-    for path in sorted((root / "autograded").glob(f"*/{lab}/{FILENAME}")):
+    for path in sorted(CourseLayout(root).autograded.glob(f"*/{lab}/{FILENAME}")):
         try:
             sheets.append(_read(path))
         except BadVerdicts as err:
@@ -80,4 +83,4 @@ def read_class(root: Path, lab: str) -> tuple[list[Sheet], list[str]]:
 
 def recorded_labs(root: Path) -> list[str]:
     """The labs for which some student has a verdicts.json."""
-    return sorted({p.parent.name for p in (root / "autograded").glob(f"*/*/{FILENAME}")})
+    return sorted({p.parent.name for p in CourseLayout(root).autograded.glob(f"*/*/{FILENAME}")})

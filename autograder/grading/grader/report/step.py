@@ -35,7 +35,9 @@ def report(g: _Grading) -> None:
         except NoVerdicts as err:
             g.not_graded.notes.append(f"no class report for {lab}: {err}")
         except Exception as err:  # noqa: BLE001 - a report is never worth a grade: say it and go on
-            g.not_graded.notes.append(f"the class report of {lab} could not be written ({type(err).__name__}: "
-                                      f"{err}); the grades are unaffected: `python -m autograder report {lab}`")
+            g.not_graded.notes.append(
+                f"the class report of {lab} could not be written ({type(err).__name__}: "
+                f"{err}); the grades are unaffected: `python -m autograder report {lab}`"
+            )
         else:
             g.not_graded.notes += [f"class report of {lab}: {note}" for note in unread]

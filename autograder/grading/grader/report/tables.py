@@ -8,11 +8,11 @@ import io
 from pathlib import Path
 
 from autograder.checks.mistakes import describe
-from autograder.grading.grader.ids import csv_cell
 from autograder.grading.grader.report import plots
+from autograder.grading.grader.report.alike import Pair, groups
 from autograder.grading.grader.report.lessons import lesson
-from autograder.grading.grader.report.similar import Pair, groups
 from autograder.grading.grader.report.tally import Tally
+from autograder.grading.grader.safe_text import csv_cell
 
 
 def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
@@ -24,27 +24,77 @@ def _write(path: Path, head: list[str], rows: list[list[object]]) -> None:
     path.write_text(buffer.getvalue(), encoding="utf-8")
 
 
+def _exercises(t: Tally) -> tuple[list[str], list[list[object]]]:
+    """exercises.csv: the exercises ranked by the points the class lost on them alone."""
+    head = [
+        "rank",
+        "exercise",
+        "max_points",
+        "passed",
+        "failed",
+        "blank",
+        "attempted",
+        "lost_points",
+        "points_lost_alone",
+        "most_common_mistake",
+        "most_common_mistake_words",
+        "taught_in",
+    ]
+    return head, [
+        [
+            rank,
+            e.name,
+            e.max_points,
+            e.passed,
+            e.failed,
+            e.blank,
+            e.attempted,
+            e.lost,
+            round(e.points_lost, 4),
+            top or "",
+            describe(top) if top else "",
+            (where.url() if (where := lesson(t.lab, e.name)) else ""),
+        ]
+        for rank, e in enumerate(t.ranked(), 1)
+        for top in [e.top_mistake()]
+    ]
+
+
+def _similar(pairs: list[Pair]) -> tuple[list[str], list[list[object]]]:
+    """similar.csv: the groups of similar answers, for the instructor's copy alone."""
+    return (
+        ["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
+        [
+            [
+                n,
+                " ".join(g.students),
+                " ".join(g.exercises),
+                min(p.similarity for p in g.pairs),
+                max(p.similarity for p in g.pairs),
+            ]
+            for n, g in enumerate(groups(pairs), 1)
+        ],
+    )
+
+
 def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[Path]:
     """Write the report's CSV files into ``folder`` (with ids, or the class copy without); their paths.
     A mistake's words (``mistakes.describe``) stand beside its id; similar answers are groups."""
     written: dict[str, tuple[list[str], list[list[object]]]] = {
         "distribution.csv": (["score_from", "score_to", "students"], [[lo, hi, n] for lo, hi, n in plots.bins(t)]),
-        "exercises.csv": (["rank", "exercise", "max_points", "passed", "failed", "blank", "attempted", "lost_points",
-                           "points_lost_alone", "most_common_mistake", "most_common_mistake_words", "taught_in"],
-                          [[rank, e.name, e.max_points, e.passed, e.failed, e.blank, e.attempted, e.lost,
-                            round(e.points_lost, 4), top or "", describe(top) if top else "",
-                            (where.url() if (where := lesson(t.lab, e.name)) else "")]
-                           for rank, e in enumerate(t.ranked(), 1) for top in [e.top_mistake()]]),
-        "mistakes.csv": (["exercise", "mistake", "words", "students", "attempted", "share"] + (["ids"] if ids else []),
-                         [[m.exercise, m.mistake, describe(m.mistake), m.count, m.attempted, round(m.share, 4)]
-                          + ([" ".join(m.students)] if ids else []) for m in t.mistakes]),
+        "exercises.csv": _exercises(t),
+        "mistakes.csv": (
+            ["exercise", "mistake", "words", "students", "attempted", "share"] + (["ids"] if ids else []),
+            [
+                [m.exercise, m.mistake, describe(m.mistake), m.count, m.attempted, round(m.share, 4)]
+                + ([" ".join(m.students)] if ids else [])
+                for m in t.mistakes
+            ],
+        ),
     }
     if ids:
         written["scores.csv"] = (["student_id", "score", "max_score"], [list(s) for s in t.scores])
-        written["similar.csv"] = (["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
-                                  [[n, " ".join(g.students), " ".join(g.exercises),
-                                    min(p.similarity for p in g.pairs), max(p.similarity for p in g.pairs)]
-                                   for n, g in enumerate(groups(pairs), 1)])
+        written["similar.csv"] = _similar(pairs)
     folder.mkdir(parents=True, exist_ok=True)
     for name, (head, rows) in written.items():
         _write(folder / name, head, rows)

@@ -1,0 +1,47 @@
+"""Does every lab exercise link to a lecture section that exists, as the instructor guide shows?"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from mdit_py_plugins.anchors.index import slugify
+
+from autograder.grading.grader.report.lessons import LESSONS, markdown_table
+from tests.grading.grader.report import report_class
+
+REPO = report_class.REPO
+HEADING = re.compile(r"^#{1,6} +(.+?)\s*$", re.MULTILINE)
+
+
+def _graded_exercises(lab: str) -> list[str]:
+    cells = json.loads((REPO / "notebooks" / lab / f"{lab}.ipynb").read_text())["cells"]
+    return [
+        c["metadata"]["nbgrader"]["grade_id"]
+        for c in cells
+        if c["metadata"].get("nbgrader", {}).get("grade") and c["cell_type"] == "code"
+    ]
+
+
+def test_every_exercise_of_every_lab_has_a_lesson():
+    """Does each graded test cell of each released lab have exactly one entry, and no entry name nothing?"""
+    labs = sorted(p.name for p in (REPO / "notebooks").iterdir() if (p / f"{p.name}.ipynb").is_file())
+    assert sorted(LESSONS) == labs
+    for lab in labs:
+        assert list(LESSONS[lab]) == _graded_exercises(lab), lab
+
+
+def test_every_anchor_is_a_heading_of_its_page():
+    """Is each section's anchor the slug of a heading of its page (myst_heading_anchors), and its title that heading?"""
+    for exercises in LESSONS.values():
+        for exercise, where in exercises.items():
+            text = (REPO / f"{where.page}.md").read_text(encoding="utf-8")
+            headings = {slugify(h): h for h in HEADING.findall(text) if not h.startswith("!")}
+            assert where.anchor in headings, (exercise, where)
+            assert where.title == headings[where.anchor].replace("`", ""), (exercise, where)
+
+
+def test_the_instructor_guide_shows_the_mapping():
+    """Does the instructor guide hold the mapping as the table of links the strict build checks?"""
+    guide = (REPO / "book" / "guides" / "instructor.md").read_text(encoding="utf-8")
+    assert markdown_table() in guide

@@ -1,0 +1,147 @@
+"""Does the independent check grade the answers, and only the answers, of a submission whose
+code runs in another process?"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grading.course import labs
+from autograder.grading.grader.run import independent_check as recheck
+from tests.grading.helpers import LAB, REPO, answered, index_of, released, with_cell
+
+ENV = dict(os.environ, NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"
+
+
+def _verdicts(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str, recheck.Verdict]:
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(nb, str(path))
+    return recheck.recheck(SOURCE, path, env=ENV, **kwargs)
+
+
+def _answer(source: str) -> nbformat.NotebookNode:
+    """The warm-up lab with ``source`` as the relu answer and a correct mean_squared_error."""
+    nb = answered("mean_squared_error")
+    nb.cells[index_of(nb, "relu")].source = source
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", labs(REPO))
+def test_every_labs_solutions_pass_and_its_stubs_fail(lab: str) -> None:
+    """Does every exercise of every lab pass with the solutions and fail with the stubs?"""
+    source = REPO / "solutions" / lab / f"{lab}.ipynb"
+    solved = recheck.recheck(source, source, env=ENV)
+    assert solved and all(v.passed for v in solved.values()), solved
+    stubs = recheck.recheck(source, REPO / "notebooks" / lab / f"{lab}.ipynb", env=ENV)
+    assert set(stubs) == set(solved)
+    assert not any(v.passed for v in stubs.values())
+    assert all("NotImplementedError" in v.message for v in stubs.values())
+
+
+def test_patching_torch_in_the_submission_fools_nothing(tmp_path: Path) -> None:
+    """Does a relu that is wrong fail, with the mistake named, although the submission made
+    torch's comparisons always agree?"""
+    nb = with_cell(
+        _answer("def relu(x):\n    return x"),
+        "relu",
+        "import torch\ntorch.allclose = torch.equal = lambda *a, **k: True",
+    )
+    verdicts = _verdicts(tmp_path, nb)
+    assert verdicts["test_mean_squared_error"].passed
+    assert not verdicts["test_relu"].passed
+    assert "check_relu failed" in verdicts["test_relu"].message
+
+
+def test_a_fake_checks_module_in_the_submission_fools_nothing(tmp_path: Path) -> None:
+    """Does an `autograder.checks` served from sys.meta_path in the submission change nothing here?"""
+    fake = (
+        "import sys, types\nfake = types.ModuleType('autograder.checks')\n"
+        "fake.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['autograder.checks'] = fake"
+    )
+    verdicts = _verdicts(tmp_path, with_cell(released(), "relu", fake))
+    assert not any(v.passed for v in verdicts.values())
+
+
+def test_forbidden_ops_are_blocked_across_the_boundary(tmp_path: Path) -> None:
+    """Is an answer that calls PyTorch's own relu refused, as in the notebook?"""
+    verdicts = _verdicts(tmp_path, _answer("import torch\ndef relu(x):\n    return torch.relu(x)"))
+    assert not verdicts["test_relu"].passed and "ForbiddenCall" in verdicts["test_relu"].message
+
+
+def test_an_answer_that_never_returns_fails_in_time(tmp_path: Path) -> None:
+    """Does a call that hangs fail its exercise, and the ones after it, within the time allowed?"""
+    start = time.monotonic()
+    verdicts = _verdicts(tmp_path, _answer("def relu(x):\n    while True:\n        pass"), call_timeout=2)
+    assert time.monotonic() - start < 30
+    assert not verdicts["test_relu"].passed and "stopped answering" in verdicts["test_relu"].message
+    assert not verdicts["test_mean_squared_error"].passed
+
+
+def test_an_answer_that_kills_its_process_fails_and_nothing_crashes(tmp_path: Path) -> None:
+    """Does os._exit inside an answer fail the exercises still to check, without an exception here?"""
+    verdicts = _verdicts(tmp_path, _answer("import os\ndef relu(x):\n    os._exit(3)"))
+    assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
+    assert "broke off" in verdicts["test_mean_squared_error"].message
+
+
+def test_garbage_on_the_reply_pipe_is_a_failure(tmp_path: Path) -> None:
+    """Does an answer that writes its own bytes on every open descriptor fail, not crash the grader?"""
+    source = (
+        "import os\ndef relu(x):\n    for fd in range(3, 20):\n        try:\n"
+        "            os.write(fd, b'\\x00\\x00\\x00\\x05hello')\n        except OSError:\n            pass\n"
+        "    return x.clamp(min=0)"
+    )
+    verdicts = _verdicts(tmp_path, _answer(source), call_timeout=5)
+    assert not verdicts["test_relu"].passed
+
+
+def test_a_cell_that_loops_forever_is_interrupted_and_the_rest_graded(tmp_path: Path) -> None:
+    """Is a top-level infinite loop stopped after the cell limit, the answers still checked?"""
+    verdicts = _verdicts(tmp_path, with_cell(answered(), "relu", "while True:\n    pass"), cell_timeout=1)
+    assert all(v.passed for v in verdicts.values())
+
+
+def test_a_missing_answer_is_a_name_error(tmp_path: Path) -> None:
+    """Does a submission that deleted its answer cell fail that exercise with a NameError?"""
+    nb = answered()
+    del nb.cells[index_of(nb, "relu")]
+    verdicts = _verdicts(tmp_path, nb)
+    assert "NameError" in verdicts["test_relu"].message and verdicts["test_mean_squared_error"].passed
+
+
+def test_candidate_names_are_the_checked_names() -> None:
+    """Are the names handed to check_* calls found, once each, and nothing else?"""
+    code = (
+        "from autograder.checks import check_a\ncheck_a(softmax)\nx = other(1)\n"
+        "for seed in (1, 2):\n    check_a(softmax, seed=seed)\ncheck_b(Model, 3)"
+    )
+    assert recheck.candidate_names(code) == ["softmax", "Model"]
+
+
+def test_a_child_that_dies_before_its_first_reply_is_a_grader_error(tmp_path: Path) -> None:
+    """When the child cannot even start (here: its package cannot be imported, as when the
+    sandbox mounts another autograder than the one it finds), is that a GraderError showing the
+    child's stderr, rather than a failed exercise blamed on the student?"""
+
+    def broken(argv: list[str]) -> list[str]:
+        return [argv[0], "-c", "import sys; sys.stderr.write('ModuleNotFoundError: BROKEN-0451'); sys.exit(1)"]
+
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(answered(), str(path))
+    with pytest.raises(recheck.GraderError, match="BROKEN-0451") as raised:
+        recheck.recheck(SOURCE, path, wrap=broken, env=ENV)
+    assert "grader" in str(raised.value)
+
+
+def test_an_answer_that_kills_its_process_while_loading_is_the_students(tmp_path: Path) -> None:
+    """Is a child killed by the student's own code while its cells load (after its first reply)
+    a failure of the exercises, not a grader error?"""
+    verdicts = _verdicts(tmp_path, with_cell(answered(), "relu", "import os\nos._exit(3)"))
+    assert not any(v.passed for v in verdicts.values())
+    assert "broke off" in verdicts["test_relu"].message
