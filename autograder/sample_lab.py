@@ -107,11 +107,12 @@ import matplotlib.pyplot as plt
 
 xs = torch.linspace(-3, 3, 61)
 try:
-    fig, ax = plt.subplots(figsize=(4, 2.5))
-    ax.plot(xs, relu(xs), label="your relu")
-    ax.set_xlabel("x")
-    ax.legend()
-    plt.show()
+    with plt.style.context("tableau-colorblind10"):  # colours told apart with any colour vision
+        fig, ax = plt.subplots(figsize=(4, 2.5))
+        ax.plot(xs, relu(xs), label="your relu")
+        ax.set_xlabel("x")
+        ax.legend()
+        plt.show()
 except NotImplementedError:
     print("Write relu first.")
 """

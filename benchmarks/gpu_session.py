@@ -12,7 +12,7 @@ stage writes its files as it goes, so what a stopped stage had done is kept:
 
     OUT/session.log                    the machine and its software; each stage's command, exit status
                                        and seconds, and the figures it printed (pytest's summary line,
-                                       the held-out exact match, what --amp auto chose)
+                                       the held-out exact match, the precision --amp auto decided)
     OUT/test-gpu.txt                   `make test-gpu`'s tests: pytest tests/reference -k on_cuda -rs
     OUT/bench-train-step.txt           what bench_train_step.py printed
     OUT/train-console.txt              what the two training stages printed (their logs hold the same)
@@ -331,7 +331,7 @@ def train_log(session: Session, name: str, log: Path, args: list[str], budget: f
         else []
     )
     picked = next((line for line in found if line.startswith("model:")), "")
-    amp = re.search(r"amp \S+ \([^)]*\)", picked)
+    amp = re.search(r"precision [^;]+", picked)
     rate = next((line for line in reversed(found) if line.startswith("step ")), "no validation")
     held = next((line for line in found if line.startswith("held-out")), "no held-out line (not finished)")
     session.done(name, "; ".join(p for p in (amp.group(0) if amp else "", rate, held) if p))
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             flags[flags.index("--time-limit") + 1] = f"{3.0 if options.smoke else budget - ADD_OVERHEAD:.0f}"
             train_log(session, "add (eager)", add_log, flags + ["--amp", "bf16"], budget)
 
-    # (d) the training command with its defaults: the test figure of the best weights, and --amp auto's choice
+    # (d) the training command with its defaults: the best weights' test figure, and the precision --amp auto decided
     train_log(
         session,
         "train",

@@ -72,8 +72,8 @@ PROMISES: dict[str, list[str]] = {
         r"machine: .*; torch .*",
         rf"stage tests: exit 0 after \d+ s; pytest: \d+ (passed|skipped).* in {NUMBER}s",
         r"stage bench: exit 0 after \d+ s; small .* course compiled loss\+fused-adam .* ms/step .*",
-        r"stage add: exit 0 after \d+ s; amp auto \(torch\.float32\); step +\d+ .*; held-out test exact match .*",
-        r"stage train: exit 0 after \d+ s; amp auto \(torch\.float32\); step +4 .*; held-out test exact match .*",
+        r"stage add: exit 0 after \d+ s; precision fp32; step +\d+ .*; held-out test exact match .*",
+        r"stage train: exit 0 after \d+ s; precision fp32; step +4 .*; held-out test exact match .*",
         r"written in .*: .*results/add-base-gpu\.log, results/train-recipe-gpu\.log, results/train-step-gpu\.json.*",
     ],
     "train_log.py": [

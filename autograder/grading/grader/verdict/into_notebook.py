@@ -7,8 +7,9 @@ So once the independent check has run, ``annotate`` replaces every test cell's o
 the autograded notebook (which the feedback and Formgrader render) by:
 
 - passed: one line saying so;
-- blank (every answer cell as released, ``blank``'s rule): one line, "Blank", the class report's
-  word, with the check's words for it (which function is not answered yet);
+- blank (every answer cell as released, ``blank``'s rule, and the test failed in the notebook too):
+  one line, "Blank", the class report's word, with the check's words for it (which function is
+  not answered yet); a stub whose test passed in the notebook was forged, and is said to be;
 - failed: an error output with the exception's type and message as the check's own process
   raised them, and the submission's own frames (``Cell In[N], line L, in f`` with that line
   of the student's cell) as its sandboxed child raised them (``errors.cell_frames``); where the
@@ -131,7 +132,7 @@ def outputs(
     """The outputs test cell ``grade_id`` (its code in the source notebook: ``source``) shows
     for ``verdict``; ``cells`` are the submission's code cells as the check's child numbered them;
     ``left_blank``: the exercise's answer cells are as released."""
-    if left_blank and not verdict.passed:
+    if left_blank and failed_in_notebook and not verdict.passed:  # a stub's test passing in the notebook was forged
         said = str(verdict.message).partition("NotImplementedError: ")[2].split("\n")[0]
         text = BLANK.format(said=said if "not answered yet" in said else NOT_ANSWERED)
         return [nbformat.v4.new_output("stream", name="stderr", text=text + "\n")]

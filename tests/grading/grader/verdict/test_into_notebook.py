@@ -137,12 +137,16 @@ def test_annotate_replaces_what_the_kernel_printed_in_test_cells(tmp_path: Path)
 
 
 def test_a_blank_exercise_says_blank_in_words(tmp_path: Path) -> None:
-    """Does a test cell whose exercise is left as released say "Blank: ... not answered yet" (the
-    class report's word) rather than a failure with a traceback, while an answered exercise that
-    fails still shows its failure?"""
+    """Does a test cell whose exercise is left as released, and failed when the notebook ran, say
+    "Blank (scored 0): ... not answered yet" (the class report's word) rather than a failure with a
+    traceback, while an answered exercise that fails still shows its failure, and a stub whose test
+    passed in the notebook is still called forged?"""
     nb = nbformat.read(str(REPO / "notebooks" / LAB / f"{LAB}.ipynb"), as_version=4)  # released: checksums kept
     mse = nb.cells[index_of(nb, "mean_squared_error")]
     mse.source = "def mean_squared_error(pred, target):\n    return (pred - target).sum()"
+    raised = nbformat.v4.new_output("error", ename="NotImplementedError", evalue="", traceback=[])
+    for grade_id in ("test_relu", "test_mean_squared_error"):  # both failed when the notebook ran
+        nb.cells[index_of(nb, grade_id)].outputs = [raised]
     path = tmp_path / "autograded.ipynb"
     nbformat.write(nb, str(path))
     stub_error = NotImplementedError("relu is not answered yet: replace `raise NotImplementedError()` ...")
@@ -159,9 +163,12 @@ def test_a_blank_exercise_says_blank_in_words(tmp_path: Path) -> None:
     assert [(o.output_type, o.text) for o in relu.outputs] == [("stream", f"Blank (scored 0): {stub_error}\n")]
     assert str(stub_error).startswith("relu is not answered yet")
     assert (
-        verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], False, True)[0].text
+        verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], True, True)[0].text
         == f"Blank (scored 0): {verdicts.NOT_ANSWERED}\n"
     )
+    # a stub whose test passed in the notebook: forged, and said so, not "blank"
+    forged = verdicts.outputs(Verdict(False, "NotImplementedError: "), "test_relu", "", [], False, True)
+    assert forged[0].output_type == "error" and "checked again outside it" in forged[0].traceback[0]
     assert failed.outputs[0].output_type == "error" and failed.outputs[0].evalue == "summed, not averaged"
 
 
