@@ -219,7 +219,15 @@ def _open_lab(browser, server: Server, path: str = "") -> None:
 
 
 def _kernel_states(server: Server) -> list[str]:
-    return [k["execution_state"] for k in json.loads(_get(f"{server.url}/api/kernels?token={TOKEN}"))]
+    """The execution state of each kernel the server runs; ``["busy answering"]`` while the server
+    answers 500, as it can for a moment while a kernel starts on a loaded machine (the caller waits
+    on: a kernel that never becomes idle still fails it)."""
+    try:
+        return [k["execution_state"] for k in json.loads(_get(f"{server.url}/api/kernels?token={TOKEN}"))]
+    except urllib.error.HTTPError as err:
+        if err.code < 500:
+            raise
+        return ["busy answering"]
 
 
 def _cell(browser, index: int):
