@@ -37,7 +37,7 @@ def named(text: str) -> set[str]:
 
 def dead_citations(files: dict[str, str], root: Path = REPO) -> dict[str, list[str]]:
     """File -> the files it cites that do not exist (paths from the root, and capital documents
-    such as ``DESIGN.md``)."""
+    such as ``PLANS.md``)."""
     dead: dict[str, list[str]] = {}
     for name, text in files.items():
         cited = {m for m in CITED_PATH.findall(text) if not PLACEHOLDER.search(m)} | set(CITED_DOC.findall(text))
@@ -88,7 +88,7 @@ def test_no_file_cites_a_file_that_does_not_exist() -> None:
 def test_a_dead_citation_is_found() -> None:
     """Would the check see a document outside the repository and a moved module's old path?"""
     files = {
-        "a.py": '"""See DESIGN.md, "Trust model of grading"; and autograder/grading/grader/sandbox.py."""',
+        "a.py": '"""See PLANS.md, "Trust model of grading"; and autograder/grading/grader/sandbox.py."""',
         "b.md": "`autograder/grading/grader/run/bwrap.py`, `solutions/NN-slug/NN-slug.ipynb`, README.md",
     }
-    assert dead_citations(files) == {"a.py": ["DESIGN.md", "autograder/grading/grader/sandbox.py"]}
+    assert dead_citations(files) == {"a.py": ["PLANS.md", "autograder/grading/grader/sandbox.py"]}
