@@ -107,7 +107,8 @@ class Cluster:
         return self.run("sbatch", "--parsable", *args).stdout.strip().split(";")[0]
 
     def cancel(self, job_id: str, signal: str | None = None) -> None:
-        """Cancel a job or one array task (``JOBID_TASK``); with ``signal``, send it to the whole job instead."""
+        """Cancel a job or one array task (``JOBID_TASK``); with ``signal`` (``TERM``, ``USR1``...), only send
+        that signal, to the batch script too (``--full``)."""
         args = ["--full", f"--signal={signal}"] if signal else []
         self.run("scancel", *args, job_id)
 
@@ -180,6 +181,7 @@ def _slurm_conf(folder: Path, user: str, cpus: int, munge_socket: Path) -> str:
         "SelectType": "select/cons_tres",
         "SelectTypeParameters": "CR_CPU",
         "SchedulerType": "sched/backfill",
+        "SchedulerParameters": "batch_sched_delay=0",
         "MinJobAge": 3600,
         "ReturnToService": 2,
         "MailProg": "/bin/true",
@@ -229,8 +231,9 @@ def cluster(folder: Path, cpus: int = 2) -> Iterator[Cluster]:
     """Start munged, slurmctld and slurmd with their own configuration in ``folder``; stop them, and any
     job still running, on the way out.
 
-    Jobs run as the current user. Raises RuntimeError, with the tails of the daemons' logs, when the
-    node is not idle within ``START_TIMEOUT`` seconds."""
+    Jobs run as the current user (root or not). Each daemon's output (its log, as they run in the
+    foreground) goes to ``folder/NAME.out``. Raises RuntimeError, with the tails of those, when a daemon
+    exits or the node is not idle within ``START_TIMEOUT`` seconds."""
     reason = unavailable()
     if reason:
         raise RuntimeError(reason)
@@ -247,12 +250,11 @@ def cluster(folder: Path, cpus: int = 2) -> Iterator[Cluster]:
     conf = folder / "slurm.conf"
     conf.write_text(_slurm_conf(folder, user, cpus, munge_socket))
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    logs = [folder / "munged.out", folder / "slurmctld.log", folder / "slurmd.log"]
+    logs = [folder / f"{name}.out" for name in ("munged", "slurmctld", "slurmd")]
     daemons: list[subprocess.Popen[bytes]] = []
 
     def start(*argv: str) -> None:
-        out = open(folder / f"{Path(argv[0]).name}.out", "wb")
-        with out:
+        with open(folder / f"{Path(argv[0]).name}.out", "wb") as out:
             daemons.append(
                 subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
             )
@@ -290,8 +292,10 @@ def _wait_for(ready: Callable[[], bool], what: str, daemons: list[subprocess.Pop
     while not ready():
         dead = [p.args for p in daemons if p.poll() is not None]
         if dead or time.monotonic() > deadline:
-            why = f"exited: {dead}" if dead else f"not within {START_TIMEOUT:.0f} s"
-            raise RuntimeError(f"Slurm cluster did not come up ({what} {why})\n" + "\n".join(_tail(f) for f in logs))
+            why = f"{dead} exited" if dead else f"not within {START_TIMEOUT:.0f} s"
+            raise RuntimeError(
+                f"Slurm cluster did not come up (waiting for {what}: {why})\n" + "\n".join(_tail(f) for f in logs)
+            )
         time.sleep(0.2)
 
 
