@@ -63,6 +63,41 @@ def add_parser(sub: Any) -> None:
         help="run student code without the bubblewrap sandbox (only for a class whose code you trust; "
         "every summary line then says so)",
     )
+    _add_resume_and_shards(grade)
+
+
+def _add_resume_and_shards(grade: Any) -> None:
+    """The flags of a grading resumed, and of a grading in shards."""
+    grade.add_argument(
+        "--regrade",
+        action="store_true",
+        help="grade every submission again, also those already graded with the same bytes (skipped by default)",
+    )
+    mode = grade.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--intake",
+        action="store_true",
+        help="a grading in shards, first step: collect the class, check the grader, plan the shards",
+    )
+    mode.add_argument(
+        "--shard",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="I/N",
+        help="grade shard I of N of the planned class (without I/N: from SLURM_ARRAY_TASK_ID, or Kubernetes' "
+        "JOB_COMPLETION_INDEX with AUTOGRADER_SHARDS); one machine with the SQLite gradebook, several with --db",
+    )
+    mode.add_argument(
+        "--finish",
+        action="store_true",
+        help="a grading in shards, last step: scores, grades.csv, class reports and summary, once every shard ended",
+    )
+    grade.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="with --finish: write grades.csv although some submissions have no result (their rows say missing)",
+    )
 
 
 @contextlib.contextmanager
@@ -83,17 +118,39 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(root: Path, args: argparse.Namespace) -> int:
-    """``grade``: the class graded, its summary, then where the results are (make grade)."""
-    from autograder.grading.grader import pipeline
-    from autograder.grading.grader.run import bwrap, nbconfig, preflight
-    from autograder.grading.protocol import boot
+def _shard(args: argparse.Namespace) -> Any:
+    """The shard asked for (``--shard I/N``, or the job array's environment); None without --shard."""
+    from autograder.grading.grader import shards
 
-    source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
-    if not source.exists():
-        print(f"no submissions at {source}", file=sys.stderr)
-        return 2
-    options = pipeline.Options(
+    if args.shard is None:
+        return None
+    return shards.parse(args.shard) if args.shard else shards.from_environment()
+
+
+def _mode(root: Path, source: Path, options: Any, args: argparse.Namespace) -> Any:
+    """The outcomes of the grading asked for: the whole class, or a step of a grading in shards."""
+    from autograder.grading.grader import pipeline, sharded
+
+    if args.intake:
+        return sharded.plan(root, source, options)
+    if args.finish:
+        return sharded.finish(root, options, allow_incomplete=args.allow_incomplete)
+    shard = _shard(args)
+    if shard is None:
+        return pipeline.grade(root, source, options)
+    if not (args.db or "").startswith("postgresql"):
+        print(
+            "Note: shards on this machine share the SQLite gradebook through its lock file; shards on several "
+            "machines need PostgreSQL (--db postgresql+psycopg2://...).",
+            file=sys.stderr,
+        )
+    return sharded.shard(root, shard, options)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from autograder.grading.grader import pipeline
+
+    return pipeline.Options(
         jobs=args.jobs,
         db_url=args.db,
         students=args.student,
@@ -104,23 +161,66 @@ def run(root: Path, args: argparse.Namespace) -> int:
         csv_path=args.csv,
         progress=not args.no_progress,
         sandbox=not args.no_sandbox,
+        regrade=args.regrade,
     )
+
+
+def run(root: Path, args: argparse.Namespace) -> int:
+    """``grade``: the class graded, its summary, then where the results are (make grade)."""
+    from autograder.grading.grader import pipeline, shards
+    from autograder.grading.grader.run import bwrap, nbconfig, preflight
+
+    source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
+    if args.allow_incomplete and not args.finish:
+        print("--allow-incomplete goes with --finish", file=sys.stderr)
+        return 2
+    try:
+        _shard(args)
+    except shards.ShardError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if not source.exists() and args.shard is None and not args.finish:
+        print(f"no submissions at {source}", file=sys.stderr)
+        return 2
+    options = _options(args)
     try:
         with _sigterm_as_interrupt():
-            outcomes = pipeline.grade(root, source, options)
-    except (pipeline.UnknownSelection, bwrap.Unavailable, preflight.PreflightFailed, nbconfig.OutdatedConfig) as err:
+            outcomes = _mode(root, source, options, args)
+    except (
+        pipeline.UnknownSelection,
+        bwrap.Unavailable,
+        preflight.PreflightFailed,
+        nbconfig.OutdatedConfig,
+        shards.ShardError,
+    ) as err:
         print(err, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(
-            "grading stopped: the submissions graded so far are in the gradebook; grades.csv was not written",
+            "grading stopped: the submissions graded so far are kept, and grades.csv was not written; "
+            "run the same command again to grade only what is left",
             file=sys.stderr,
         )
         return 130
+    return _report(root, outcomes, args, options.csv_path)
+
+
+def _report(root: Path, outcomes: Any, args: argparse.Namespace, csv_path: Path | None) -> int:
+    """The summary, what comes next or where the results are; the exit status (1 when a
+    submission was not graded for the grader's fault, or is missing from a finish)."""
+    from autograder.grading.grader import pipeline, sharded
+    from autograder.grading.protocol import boot
+
     print(pipeline.summary(outcomes))
     if warning := boot.mismatch(root):
         print(f"Note on the grader: {warning}")
-    print(pipeline.results(outcomes, CourseLayout(root.resolve()), options.csv_path))
+    if args.intake or args.shard is not None:
+        print(
+            "Next: "
+            + ("every shard, `grade --shard I/N`" if args.intake else "`grade --finish` once every shard ended")
+        )
+    else:
+        print(pipeline.results(outcomes, CourseLayout(root.resolve()), csv_path))
     grader_errors = [o for o in outcomes if any(note.startswith("GRADER ERROR") for note in o.notes)]
     if grader_errors:
         print(
@@ -128,4 +228,5 @@ def run(root: Path, args: argparse.Namespace) -> int:
             "fix the cause and grade them again",
             file=sys.stderr,
         )
-    return 1 if grader_errors else 0
+    missing = [o for o in outcomes if sharded.MISSING in o.notes]
+    return 1 if grader_errors or missing else 0

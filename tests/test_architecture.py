@@ -28,8 +28,8 @@ RAW_METADATA = ("fields", "_kept")  # notebook_cells' own readers of the raw dic
 # The grader's stations, in the order a submission travels through them, and what every station
 # may read beside them (the data that crosses between stations); pipeline runs the stations.
 STATIONS = ("intake", "run", "verdict", "output", "report")
-SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text")
-CONDUCTOR = "pipeline"
+SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text", "resume", "shards")
+CONDUCTORS = ("pipeline", "sharded")
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -148,7 +148,7 @@ def test_the_grader_side_never_imports_the_sandboxed_side() -> None:
 
 
 def station_of(name: str) -> str | None:
-    """The station (or SHARED module, or CONDUCTOR) a module of the grader belongs to; None
+    """The station (or SHARED module, or one of the CONDUCTORS) a module of the grader belongs to; None
     outside the grader. Anything else at the grader's top level is named as it is, and fails."""
     if not _on_side(name, GRADER) or name == GRADER:
         return None
@@ -162,7 +162,7 @@ def backward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name, targets in graph.items():
         mine = station_of(name)
-        if mine is None or mine == CONDUCTOR:
+        if mine is None or mine in CONDUCTORS:
             continue
         for target in sorted(targets):
             theirs = station_of(target)
@@ -178,7 +178,7 @@ def test_the_grader_is_laid_out_in_stations() -> None:
     every station may read (SHARED) or the conductor, with nothing else at the top level?"""
     graph = import_graph()
     places = {station_of(name) for name in graph} - {None}
-    assert places == {*STATIONS, *SHARED, CONDUCTOR}
+    assert places == {*STATIONS, *SHARED, *CONDUCTORS}
     for station in STATIONS:
         assert (PACKAGE / "grading" / "grader" / station / "__init__.py").is_file()
 

@@ -52,6 +52,17 @@ class CourseLayout:
         return self.root / "grading-logs"
 
     @property
+    def grading_state(self) -> Path:
+        """What the next grading reads of the earlier ones, under ``grading-logs/state``: the
+        start-up check's record, a grading in shards' plan and its shards' states
+        (``grader/resume``, ``grader/shards``)."""
+        return self.grading_logs / "state"
+
+    def stamp(self, student: str, lab: str) -> Path:
+        """The stamp of a finished submission, beside its log (``grader/resume``)."""
+        return self.grading_logs / f"{student}--{lab}.stamp.json"
+
+    @property
     def grades_csv(self) -> Path:
         return self.root / "grades.csv"
 

@@ -31,6 +31,12 @@ PROMISES: dict[str, list[str]] = {
         rf"  00-warmup +{NUMBER} s \+ +{NUMBER} s = +{NUMBER} s +score 5 / 5",
         rf"slowest lab: {NUMBER} s",
     ],
+    "bench_shards.py": [
+        r"class: 2 submissions of 00-warmup, on \d+ CPU\(s\)",
+        r"identical grades\.csv: True",
+        rf"shards / --jobs 2: {NUMBER}x \(target: at most 1\.15x\)",
+        rf"unchanged rerun: {NUMBER} s, {NUMBER}% of the first run \(target: at most 5%\)",
+    ],
     # its --smoke builds the corpus and hashes it, grading nothing: the full run takes minutes
     "grading_corpus.py": [r"corpus: \d+ submissions, \d+ input files in .*"],
     "bench_reference.py": [

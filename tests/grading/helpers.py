@@ -73,3 +73,16 @@ def processes_with(*tokens: str) -> list[str]:
         if any(token in text for token in tokens):
             out.append(text)
     return out
+
+
+def results_of(root: Path) -> dict[str, bytes]:
+    """What a grading of the course at ``root`` wrote that a student or the instructor reads
+    (grades.csv, the feedback pages, the autograded notebooks and their verdicts), by
+    path under ``root``, after the grading corpus's normaliser (``benchmarks/grading_corpus.py``):
+    two gradings of one class compare equal when the grader behaved the same."""
+    from benchmarks.grading_corpus import normalise
+
+    files = [root / "grades.csv", *(p for folder in ("feedback", "autograded") for p in (root / folder).rglob("*"))]
+    return {
+        str(p.relative_to(root)): normalise(p.read_bytes(), p.name, root, REPO) for p in sorted(files) if p.is_file()
+    }

@@ -16,8 +16,11 @@ What every station may read, beside them:
     lab_cells       a lab's test cells, solutions and hidden-test blocks
     verdicts_json   the verdicts of one student's lab as data (written by verdict, read by report)
     safe_text       student-chosen text made safe on a summary line or in a spreadsheet cell
+    resume          what a grading finished: a stamp per submission, the start-up check's record
+    shards          a grading cut into shards: I/N, the plan, the shards' states
 
 and, outside ``grader/``, the course's layout (``grading/layout.py``) and the sandbox's limits
 (``grading/protocol/confinement.py``). ``pipeline`` runs the stations for a class: ``grade``
-and its ``STEPS``.
+and its ``STEPS``; ``sharded`` runs them as a grading in shards (``--intake``, ``--shard``,
+``--finish``).
 """

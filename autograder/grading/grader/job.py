@@ -86,6 +86,7 @@ class Result:
     crash: str | None = None  # the worker died, hung or answered nonsense
     grader_error: str | None = None  # the grader's own failure (never the student's zero)
     preflight: str | None = None  # for a preflight job: "" when the solution got full marks, else why not
+    lost: bool = False  # no answer, for no fault of the student's (the grading process died or was stopped)
     seconds: float = 0.0  # wall clock of the job, as the pipeline saw it
 
     @property

@@ -27,11 +27,11 @@ from pathlib import Path
 
 from autograder.grading.course import labs as course_labs
 from autograder.grading.course import tool_env
-from autograder.grading.grader.intake.collect import collect, recorded_late, recorded_originals
-from autograder.grading.grader.intake.ids import nfc, safe_id
+from autograder.grading.grader import resume
+from autograder.grading.grader.intake.collect import recorded_late, recorded_originals
 from autograder.grading.grader.intake.screening import after_grading, inspect_submission
+from autograder.grading.grader.intake.selection import UnknownSelection, select
 from autograder.grading.grader.intake.staging import stage
-from autograder.grading.grader.intake.untrusted import other_people, readable_by_others
 from autograder.grading.grader.job import Job, Result
 from autograder.grading.grader.outcomes import Outcome, Outcomes, results, summary
 from autograder.grading.grader.output import gradebook
@@ -59,17 +59,7 @@ class Options:
     progress: bool = True
     sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
     package: Path | None = None  # the autograder every grading process imports (default: boot.package_dir)
-
-
-class UnknownSelection(ValueError):
-    """A --student or --lab that names nothing there is to grade (the message names what there is)."""
-
-
-def _check_selection(names: list[str] | None, known: list[str], what: str, where: str) -> None:
-    unknown = [n for n in names or [] if n not in known]
-    if unknown:
-        shown = ", ".join(known[:50]) + (f", ... ({len(known)} in all)" if len(known) > 50 else "")
-        raise UnknownSelection(f"no {what} {', '.join(unknown)} {where} ({what}s: {shown or 'none'})")
+    regrade: bool = False  # grade every submission, also those already graded with the same bytes
 
 
 # ----------------------------------------------------------------------------- steps
@@ -90,46 +80,63 @@ def _scripts_on_path() -> Iterator[None]:
             os.environ["PATH"] = before
 
 
-def _readable_by_others(layout: CourseLayout, db_url: str) -> list[str]:
-    """Warnings for the solutions (hidden tests) and an SQLite gradebook that any user can read,
-    where this machine has other people's accounts (a hub, a shared server; not a laptop)."""
-    gradebook = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
-    if not other_people():
-        return []
-    return [
-        f"{shown} ({path}) can be read by every user of this machine: chmod o-rwx it "
-        "(see the instructor guide's hub section)"
-        for shown, path in (("solutions/", layout.solutions), ("the gradebook", gradebook))
-        if path is not None and readable_by_others(path)
-    ]
+def _config(g: Grading, kernel: str) -> dict:
+    """nbgrader's settings for one job: the gradebook, and a sandboxed kernel of its own
+    (kernelspec, IPC folder and scratch under scratch/k/KERNEL)."""
+    options = g.options
+    config: dict = {
+        "CourseDirectory.db_url": g.db_url,
+        **kernelspec.install(
+            g.scratch / "jupyter",
+            options.limits,
+            g.scratch / "k" / kernel,
+            name=f"{kernelspec.NAME}-{kernel}",
+            enabled=options.sandbox,
+            package=options.package,
+        ),
+    }
+    config["CourseDirectory.submitted_directory"] = str(g.scratch / "staged")  # absolute: replaces ROOT/submitted
+    if options.timeout:
+        config["Execute.timeout"] = options.timeout
+    return config
 
 
-def _select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
-    """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
-    each file that is not graded. A --lab or --student naming nothing there is an error."""
-    known_labs = course_labs(root)
-    _check_selection(options.labs, known_labs, "lab", "in solutions/")
-    collected = collect(root, source, known_labs)
-    # the id, the name, or who it is ("John Smith (Moodle 202)"), in any Unicode form
-    students = [collected.ids.get(nfc(s)) or safe_id(s) for s in options.students or []]
-    _check_selection(students, sorted({s for s, _ in collected.pairs}), "student", f"in {source}")
-    pairs = [
-        (s, lab)
-        for s, lab in collected.pairs
-        if (not options.labs or lab in options.labs) and (not students or s in students)
-    ]
-    not_graded = [Outcome("", "", graded=False, file=name, notes=[reason]) for name, reason in collected.not_graded]
-    layout = CourseLayout(root)
-    notes = collected.notes + _readable_by_others(layout, options.db_url or layout.db_url)
-    return pairs, Outcomes(not_graded, notes)
+def _job(g: Grading, student: str, lab: str, kernel: str) -> Job:
+    options = g.options
+    return Job(
+        str(g.root),
+        lab,
+        student,
+        _config(g, kernel),
+        lock=g.lock,
+        jupyter_path=str(g.scratch / "jupyter"),
+        limits=options.limits,
+        scratch=str(g.scratch),
+        sandbox=options.sandbox,
+        package=str(options.package or boot.package_dir(g.root)),
+        original_id=g.originals.get(student, ""),
+        late=g.late.get((student, lab), ""),
+    )
+
+
+def _settings(options: Options) -> dict:
+    """The options that change what a grading writes (the course's state hashes them)."""
+    return {
+        "timeout": options.timeout,
+        "limits": dataclasses.asdict(options.limits),
+        "job_timeout": options.job_timeout,
+        "sandbox": options.sandbox,
+    }
 
 
 def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
-    """An outcome for every pair, and a job for each submission that can be graded (the others
-    are marked not graded, with the reason, after a look at the notebook)."""
+    """An outcome for every pair, and a job for each submission that can be graded and was not
+    graded already with the same bytes (the others are marked not graded, with the reason,
+    after a look at the notebook; a finished one keeps what its stamp says)."""
     outcomes: dict[tuple[str, str], Outcome] = {}
     jobs: list[Job] = []
-    layout, options, scratch = CourseLayout(g.root), g.options, g.scratch
+    layout, options = CourseLayout(g.root), g.options
+    in_gradebook = gradebook.held(g.db_url, g.course_id) if g.pairs else set()
     for student, lab in g.pairs:
         outcome = outcomes[(student, lab)] = Outcome(
             student, lab, sandboxed=options.sandbox, original_id=g.originals.get(student, "")
@@ -139,39 +146,26 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
         if found.problem:
             outcome.graded = False
             outcome.notes.append(found.problem)
+            resume.write_stamp(layout, student, lab, resume.Stamp("", False, outcome.notes))
             continue
-        # a sandboxed kernel of its own: kernelspec, IPC folder and scratch under scratch/k/N
-        config: dict = {
-            "CourseDirectory.db_url": g.db_url,
-            **kernelspec.install(
-                scratch / "jupyter",
-                options.limits,
-                scratch / "k" / str(len(jobs)),
-                name=f"{kernelspec.NAME}-{len(jobs)}",
-                enabled=options.sandbox,
-                package=options.package,
-            ),
-        }
-        config["CourseDirectory.submitted_directory"] = str(scratch / "staged")  # absolute: replaces ROOT/submitted
-        if options.timeout:
-            config["Execute.timeout"] = options.timeout
-        job = Job(
-            str(g.root),
-            lab,
-            student,
-            config,
-            lock=g.lock,
-            jupyter_path=str(scratch / "jupyter"),
-            limits=options.limits,
-            scratch=str(scratch),
-            sandbox=options.sandbox,
-            package=str(options.package or boot.package_dir(g.root)),
-            original_id=g.originals.get(student, ""),
-            late=g.late.get((student, lab), ""),
-        )
-        stage(layout, scratch / "staged", job, found.data)
+        job = _job(g, student, lab, str(len(jobs)))
+        staged = stage(layout, g.scratch / "staged", job, found.data)
+        key = g.keys[(student, lab)] = resume.submission_key(_lab_state(g, lab), staged, job.original_id)
+        stamp = resume.read_stamp(layout, student, lab)
+        done = resume.finished(layout, student, lab, stamp, (student, lab) in in_gradebook)
+        if stamp is not None and done and stamp.key == key and not options.regrade:
+            outcome.graded, outcome.notes = stamp.graded, stamp.notes
+            g.skipped += 1
+            continue
+        resume.forget(layout, student, lab)
         jobs.append(job)
     return outcomes, jobs
+
+
+def _lab_state(g: Grading, lab: str) -> str:
+    if lab not in g.lab_states:
+        g.lab_states[lab] = resume.lab_state(g.state, CourseLayout(g.root), lab)
+    return g.lab_states[lab]
 
 
 def _failure_reason(result: Result) -> str:
@@ -186,8 +180,10 @@ def _failure_reason(result: Result) -> str:
     return f"nbgrader autograde failed ({last[0][:160]}; see grading-logs/); scored 0"
 
 
-def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
-    """Write a job's log to grading-logs/ and put its times and notes into its outcome."""
+def _record_result(root: Path, outcome: Outcome, result: Result, key: str) -> None:
+    """Write a job's log to grading-logs/ and put its times and notes into its outcome; then,
+    last, its stamp (``key``), unless no answer came for a reason not the student's (the
+    grading process died or was stopped, the grader failed): that submission is graded again."""
     outcome.seconds = result.seconds
     (CourseLayout(root).grading_logs / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
     outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
@@ -199,22 +195,15 @@ def _record_result(root: Path, outcome: Outcome, result: Result) -> None:
         outcome.notes.append("feedback could not be generated")
     outcome.notes += result.notes  # the independent check's disagreements
     outcome.notes += after_grading(CourseLayout(root).autograded_notebook(outcome.student, outcome.lab))
+    if not result.lost and result.grader_error is None:
+        resume.write_stamp(
+            CourseLayout(root), outcome.student, outcome.lab, resume.Stamp(key, outcome.graded, outcome.notes)
+        )
 
 
-def _preflight_job(root: Path, jobs: list[Job], options: Options, scratch: Path) -> Job:
-    """A job for the preflight: the first job's lab, in a kernel of its own."""
-    config = {
-        **jobs[0].config,
-        **kernelspec.install(
-            scratch / "jupyter",
-            options.limits,
-            scratch / "k" / "preflight",
-            name=f"{kernelspec.NAME}-preflight",
-            enabled=options.sandbox,
-            package=options.package,
-        ),
-    }
-    return dataclasses.replace(jobs[0], config=config, student="", preflight=True)
+def _preflight_job(g: Grading, lab: str) -> Job:
+    """A job for the preflight: ``lab``'s solution notebook, in a kernel of its own."""
+    return dataclasses.replace(_job(g, "", lab, "preflight"), preflight=True)
 
 
 @dataclass
@@ -235,18 +224,26 @@ class Grading:
     scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # all the gradebook holds
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # intake's record: (student, lab) -> late flag
     originals: dict[str, str] = field(default_factory=dict)  # intake's record: student -> who they are
+    state: str = ""  # the hash of what every submission is graded with (resume.course_state)
+    lab_states: dict[str, str] = field(default_factory=dict)  # lab -> resume.lab_state
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab) -> resume.submission_key
+    checked_key: str = ""  # the course's state with every lab's: the start-up check runs once in each
+    skipped: int = 0  # submissions not graded again: their stamps say they were, with the same bytes
 
 
 def intake(g: Grading) -> None:
     """Collect the submissions into submitted/, with --student and --lab applied, and read what
     intake recorded of the class (late flags, who each student is) once, for every later step."""
-    g.pairs, g.not_graded = _select(g.root, g.source, g.options)
+    g.pairs, g.not_graded = select(g.root, g.source, g.options)
     g.late, g.originals = recorded_late(g.root), recorded_originals(g.root)
 
 
 def prepare(g: Grading) -> None:
-    """The gradebook knows the course and every lab to grade."""
+    """The gradebook knows the course and every lab to grade; the course's state is hashed."""
     g.course_id = nbconfig.course_id(g.root)
+    layout = CourseLayout(g.root)
+    g.state = resume.course_state(layout, Path(g.options.package or boot.package_dir(g.root)), _settings(g.options))
+    g.checked_key = resume.labs_state(g.state, layout, course_labs(g.root))
     gradebook.ensure_labs(g.root, sorted({lab for _, lab in g.pairs}), g.db_url, g.course_id, g.scratch)
 
 
@@ -254,26 +251,42 @@ def make_jobs(g: Grading) -> None:
     g.outcomes, g.jobs = _jobs(g)
 
 
+def first_check(g: Grading, lab: str | None) -> Job | None:
+    """The preflight of ``lab``, unless it already passed in this state of the course."""
+    if lab is None or resume.was_checked(CourseLayout(g.root), g.checked_key):
+        return None
+    print(
+        f"Checking the grader before the first student: the solution of {lab} must get full marks "
+        "in the sandbox (about 20 seconds)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    return _preflight_job(g, lab)
+
+
 def grade_each(g: Grading) -> None:
-    """The preflight, then every job on the worker processes, each result recorded in its outcome."""
-    CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
-    first = _preflight_job(g.root, g.jobs, g.options, g.scratch) if g.jobs else None
-    if first is not None:
+    """The preflight (once per state of the course), then every job on the worker processes,
+    each result recorded in its outcome."""
+    layout = CourseLayout(g.root)
+    layout.grading_logs.mkdir(exist_ok=True)
+    if g.skipped:
         print(
-            f"Checking the grader before the first student: the solution of {first.lab} must get full marks "
-            "in the sandbox (about 20 seconds)...",
+            f"{g.skipped} submission(s) already graded with the same bytes: not graded again (--regrade does)",
             file=sys.stderr,
-            flush=True,
         )
+    first = first_check(g, g.jobs[0].lab if g.jobs else None)
     run_jobs(
         g.jobs,
         first,
-        lambda job, result: _record_result(g.root, g.outcomes[(job.student, job.lab)], result),
+        lambda job, result: _record_result(
+            g.root, g.outcomes[(job.student, job.lab)], result, g.keys[(job.student, job.lab)]
+        ),
         processes=g.options.jobs,
         job_timeout=g.options.job_timeout,
         scratch=g.scratch,
         package=g.options.package,
         progress=g.options.progress,
+        checked=lambda: resume.record_checked(layout, g.checked_key),
     )
 
 
@@ -295,28 +308,40 @@ def export(g: Grading) -> None:
     write_csv(g.options.csv_path or CourseLayout(g.root).grades_csv, g.scores, g.late, g.originals)
 
 
+Step = Callable[[Grading], None]
 # The steps of a grading, in order; a new one (a class report) is appended here.
-STEPS: list[Callable[[Grading], None]] = [intake, prepare, make_jobs, grade_each, score, export, report]
+STEPS: list[Step] = [intake, prepare, make_jobs, grade_each, score, export, report]
 
 
-def grade(
-    root: Path, source: Path, options: Options | None = None, steps: list[Callable[[Grading], None]] = STEPS
-) -> list[Outcome]:
-    """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
-    writes autograded/, feedback/, the gradebook and grades.csv under ``root``."""
+def run(root: Path, source: Path, options: Options, steps: list[Step], sandboxes: bool = True) -> Grading:
+    """Run ``steps`` on a new ``Grading`` of the course at ``root``, after the checks that come
+    before anything is written (an older config; a sandbox that cannot start, when ``sandboxes``
+    are started), with the gradebook used in turns; the scratch folder is removed afterwards."""
     root = Path(root).resolve()
-    options = options or Options()
     options = dataclasses.replace(options, package=options.package or boot.package_dir(root))
     nbconfig.check_paths(root)  # an older copy of the config: a clear error before anything is written
-    if options.sandbox and (problem := bwrap.probe(options.package)):  # refuse rather than run unconfined
+    if sandboxes and options.sandbox and (problem := bwrap.probe(options.package)):  # refuse rather than run unconfined
         raise bwrap.Unavailable(problem)
     db_url = options.db_url or CourseLayout(root).db_url
     g = Grading(root, Path(source), options, db_url, Path(tempfile.mkdtemp(prefix="autograder-grade-")))
     try:
         # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
-        with _scripts_on_path(), gradebook.turns(gradebook.lock_path(g.scratch, db_url)) as g.lock:
+        with _scripts_on_path(), gradebook.turns(gradebook.lock_for(db_url)) as g.lock:
             for step in steps:
                 step(g)
-        return Outcomes([g.outcomes[key] for key in sorted(g.outcomes)] + g.not_graded, g.not_graded.notes)
+        return g
     finally:
         shutil.rmtree(g.scratch, ignore_errors=True)
+
+
+def outcomes(g: Grading) -> Outcomes:
+    """The outcome of every pair graded, sorted, then the files not graded; the notes first."""
+    return Outcomes([g.outcomes[key] for key in sorted(g.outcomes)] + g.not_graded, g.not_graded.notes)
+
+
+def grade(root: Path, source: Path, options: Options | None = None, steps: list[Step] = STEPS) -> list[Outcome]:
+    """Grade every submission in ``source`` (a folder or an LMS zip) and return the outcomes;
+    writes autograded/, feedback/, the gradebook and grades.csv under ``root``. A submission
+    already graded with the same bytes (its stamp, ``resume``) is not graded again unless
+    ``options.regrade``."""
+    return outcomes(run(root, source, options or Options(), steps))

@@ -1,12 +1,14 @@
 """Every write of ours to nbgrader's gradebook, and the one lock around it (nbgrader's own
 ``autograde`` writes its part through the same, locked, ``Gradebook`` class).
 
-An SQLite gradebook is used in turns: inside ``turns(lock_path)`` every
-``nbgrader.api.Gradebook`` opened in this process holds an exclusive ``flock`` on the lock
-file from its creation until it is closed, so parallel workers take turns at the gradebook
-(short transactions) while their kernels run side by side. SQLite then never sees two
-writers; PostgreSQL would cope anyway, and the lock costs it nothing. Each process enters
-``turns`` once: the pipeline around a grading, a worker around its jobs.
+The gradebook is used in turns: inside ``turns(lock)`` every ``nbgrader.api.Gradebook``
+opened in this process holds the course's one lock from its creation until it is closed, so
+gradings take turns at the gradebook (short transactions) while their kernels run side by
+side. For SQLite the lock is an exclusive ``flock`` on one file beside the gradebook
+(``lock_for``), the same path for every process of every grading of the course on this
+machine; for PostgreSQL it is an advisory lock of the database itself, which serialises the
+shards of a grading on several machines with no file lock on a network file system. Each
+process enters ``turns`` once: the pipeline around a grading, a worker around its jobs.
 """
 
 from __future__ import annotations
@@ -22,29 +24,71 @@ from typing import Any
 
 from autograder.grading.course import generate
 
+ADVISORY_KEY = 0x67726164656B  # the gradebook's advisory lock in PostgreSQL ("gradek")
 
-def _patch(lock_path: str) -> Callable[[], None]:
-    """Patch nbgrader's Gradebook so that each instance holds ``lock_path`` while open;
-    returns a function that undoes the patch."""
+
+class _FileLock:
+    """An exclusive ``flock`` on one file, taken and given back."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.fd = path, -1
+
+    def take(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def give(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+class _AdvisoryLock:
+    """PostgreSQL's session advisory lock ``ADVISORY_KEY``, on a connection of its own that
+    this process keeps while it takes turns."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.connection: Any = None
+
+    def take(self) -> None:
+        if self.connection is None:
+            from sqlalchemy import create_engine, pool
+
+            engine = create_engine(self.url, poolclass=pool.NullPool, isolation_level="AUTOCOMMIT")
+            self.connection = engine.connect()
+        self.connection.exec_driver_sql(f"SELECT pg_advisory_lock({ADVISORY_KEY})")
+
+    def give(self) -> None:
+        assert self.connection is not None
+        self.connection.exec_driver_sql(f"SELECT pg_advisory_unlock({ADVISORY_KEY})")
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+
+def _patch(lock: str) -> Callable[[], None]:
+    """Patch nbgrader's Gradebook so that each instance holds ``lock`` (a file's path, or a
+    PostgreSQL URL for its advisory lock) while open; returns a function that undoes the patch."""
     from nbgrader import api
 
-    state: dict[str, Any] = {"depth": 0, "fd": None}
+    held: _FileLock | _AdvisoryLock = _AdvisoryLock(lock) if is_server(lock) else _FileLock(lock)
+    state: dict[str, Any] = {"depth": 0}
     guard = threading.RLock()
     original_init, original_close = api.Gradebook.__init__, api.Gradebook.close
 
     def acquire() -> None:
         with guard:
             if state["depth"] == 0:
-                state["fd"] = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(state["fd"], fcntl.LOCK_EX)
+                held.take()
             state["depth"] += 1
 
     def release() -> None:
         with guard:
             state["depth"] -= 1
             if state["depth"] == 0:
-                fcntl.flock(state["fd"], fcntl.LOCK_UN)
-                os.close(state["fd"])
+                held.give()
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         acquire()
@@ -68,25 +112,35 @@ def _patch(lock_path: str) -> Callable[[], None]:
 
     def undo() -> None:
         api.Gradebook.__init__, api.Gradebook.close = original_init, original_close  # type: ignore[method-assign]
+        if isinstance(held, _AdvisoryLock):
+            held.close()
 
     return undo
 
 
 @contextlib.contextmanager
-def turns(lock_path: str) -> Iterator[str]:
-    """While the block runs, every Gradebook of this process takes its turn on ``lock_path``
-    ("" for a server database, which needs no turns: nothing is patched); yields the path."""
-    undo = _patch(lock_path) if lock_path else None
+def turns(lock: str) -> Iterator[str]:
+    """While the block runs, every Gradebook of this process takes its turn on ``lock`` (from
+    ``lock_for``; "" for a database that needs none: nothing is patched); yields it."""
+    undo = _patch(lock) if lock else None
     try:
-        yield lock_path
+        yield lock
     finally:
         if undo:
             undo()
 
 
-def lock_path(scratch: Path, db_url: str) -> str:
-    """The lock file of a grading's turns: in its scratch folder for SQLite, "" for a server."""
-    return str(scratch / "gradebook.lock") if db_url.startswith("sqlite") else ""
+def is_server(db_url: str) -> bool:
+    return db_url.startswith("postgresql")
+
+
+def lock_for(db_url: str) -> str:
+    """The one lock of a gradebook, whoever grades into it: for SQLite the file
+    ``GRADEBOOK.lock`` beside it (one machine), for PostgreSQL the database's URL (its advisory
+    lock, any number of machines), else "" (no turns)."""
+    if db_url.startswith("sqlite:///"):
+        return db_url.removeprefix("sqlite:///") + ".lock"
+    return db_url if is_server(db_url) else ""
 
 
 def opened(db_url: str, course_id: str) -> Any:
@@ -155,3 +209,19 @@ def scores(db_url: str, course_id: str) -> dict[tuple[str, str], tuple[float, fl
             for submission in assignment.submissions:
                 out[(submission.student_id, assignment.name)] = (submission.score, submission.max_score)
     return out
+
+
+def held(db_url: str, course_id: str) -> set[tuple[str, str]]:
+    """(student, lab) of every submission the gradebook holds (one query, no scores summed); an
+    SQLite gradebook that is not there yet holds none (and is not made)."""
+    from nbgrader.api import Assignment, SubmittedAssignment
+
+    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).is_file():
+        return set()
+    with opened(db_url, course_id) as gb:
+        rows = (
+            gb.db.query(SubmittedAssignment.student_id, Assignment.name)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+            .all()
+        )
+    return {(str(student), str(lab)) for student, lab in rows}

@@ -30,10 +30,12 @@ def run_jobs(
     scratch: Path,
     package: Path | None,
     progress: bool = True,
+    checked: Callable[[], None] | None = None,
 ) -> None:
     """Grade ``first``, the known-good notebook (preflight: PreflightFailed if it does not get
-    full marks), then run ``jobs`` on ``processes`` worker processes, each under ``job_timeout``
-    seconds, and hand every result to ``record`` as it comes (in the jobs' order)."""
+    full marks; ``checked`` is called once it did), then run ``jobs`` on ``processes`` worker
+    processes, each under ``job_timeout`` seconds, and hand every result to ``record`` as it
+    comes (in the jobs' order)."""
     workers: queue.Queue[WorkerProcess] = queue.Queue()
     for _ in range(max(1, min(processes, len(jobs)))):
         workers.put(WorkerProcess(scratch, str(scratch / "jupyter"), package))
@@ -43,6 +45,8 @@ def run_jobs(
             worker.start()
         if first is not None:
             preflight.check(every_worker[0], first, job_timeout)
+            if checked is not None:
+                checked()
         _each(jobs, record, workers, processes, job_timeout, progress)
     except BaseException:  # a stop (SIGTERM, Ctrl+C) or a failure: no worker or kernel outlives grading
         for worker in every_worker:

@@ -114,7 +114,7 @@ class WorkerProcess:
         start = self.started = time.perf_counter()
         with self.killing:  # no process starts once stop() was called
             if self.stopped:
-                return Result(crash="grading was stopped before this submission")
+                return Result(crash="grading was stopped before this submission", lost=True)
             if self.proc is None or self.proc.poll() is not None:
                 self._kill()
                 self._start()
@@ -124,7 +124,7 @@ class WorkerProcess:
             proc.stdin.write((job.to_json() + "\n").encode())
             proc.stdin.flush()
         except (BrokenPipeError, ValueError):  # ValueError: stop() closed it meanwhile
-            return Result(crash=f"the grading process died: {self._kill()}")
+            return Result(crash=f"the grading process died: {self._kill()}", lost=True)
         fd = proc.stdout.fileno()
         while b"\n" not in self.buffer:
             remaining = limit - (time.perf_counter() - start)
@@ -135,12 +135,12 @@ class WorkerProcess:
             if ready:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
-                    return Result(crash=f"the grading process died: {self._kill()}")
+                    return Result(crash=f"the grading process died: {self._kill()}", lost=True)
                 self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         text = line.decode(errors="replace")
         if not text.startswith("AUTOGRADER-RESULT "):
-            return Result(crash=f"unexpected output from the grading process: {text[:200]}")
+            return Result(crash=f"unexpected output from the grading process: {text[:200]}", lost=True)
         return Result.from_json(text.split(" ", 1)[1])
 
     def stop(self) -> None:
@@ -177,9 +177,27 @@ def _channels() -> tuple:
     return jobs, answers
 
 
+def _end_with_pipeline(interval: float = 0.5) -> None:
+    """A thread that ends this process, and the kernels and children it started, as soon as the
+    pipeline that started it is gone (killed with SIGKILL: it could not stop us), so that no
+    write of a grading that was stopped lands after it, beside the next grading's."""
+    pipeline = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == pipeline:
+            time.sleep(interval)
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-pipeline", daemon=True).start()
+
+
 def serve() -> None:
     """Grade the jobs read from stdin, one JSON line each, answering one line each: a
     long-lived worker imports nbgrader once for many notebooks."""
+    _end_with_pipeline()
     jobs, answers = _channels()
     with contextlib.ExitStack() as stack:
         locked = False

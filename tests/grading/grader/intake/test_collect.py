@@ -14,6 +14,7 @@ import pytest
 
 from autograder import cli
 from autograder.grading.grader import pipeline
+from autograder.grading.grader.intake import selection
 from autograder.grading.grader.intake.collect import collect, parse_name, recorded_late, recorded_originals
 from autograder.grading.grader.intake.ids import safe_id
 from autograder.grading.grader.intake.untrusted import other_people
@@ -448,31 +449,31 @@ def test_a_bomb_and_a_bad_crc_cost_their_members_only(tmp_path: Path) -> None:
 def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path, monkeypatch) -> None:
     """On a machine with other people's accounts, does grading warn when every user can read the
     solutions (hidden tests) or the gradebook, and say nothing once they are closed?"""
-    monkeypatch.setattr(pipeline, "other_people", lambda: ["bob"])
+    monkeypatch.setattr(selection, "other_people", lambda: ["bob"])
     root = make_course(tmp_path / "course")
     (root / "gradebook.db").write_bytes(b"")
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o755 if path.is_dir() else 0o644)
-    _, outcomes = pipeline._select(root, inbox, pipeline.Options())
+    _, outcomes = selection.select(root, inbox, pipeline.Options())
     text = pipeline.summary(outcomes)
     assert outcomes == []  # notes about the course, not outcomes of a submission
     assert "  solutions/ (" in text and "  the gradebook (" in text and "chmod o-rwx" in text
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o750 if path.is_dir() else 0o640)
-    assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []
+    assert selection.select(root, inbox, pipeline.Options())[1].notes == []
 
 
 def test_a_single_user_machine_is_not_warned_about_other_users(tmp_path: Path, monkeypatch) -> None:
     """On a laptop with no one else's account, is a solutions/ folder every user can read left
     unmentioned (there is no one to read it), so that a first grading raises no false alarm?"""
-    monkeypatch.setattr(pipeline, "other_people", lambda: [])
+    monkeypatch.setattr(selection, "other_people", lambda: [])
     root = make_course(tmp_path / "course")
     (root / "solutions").chmod(0o755)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    assert pipeline._select(root, inbox, pipeline.Options())[1].notes == []
+    assert selection.select(root, inbox, pipeline.Options())[1].notes == []
 
 
 def test_other_people_are_the_login_accounts_of_others(tmp_path: Path) -> None:

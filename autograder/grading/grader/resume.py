@@ -1,0 +1,170 @@
+"""What a grading has finished, so that the next one grades only the rest: one stamp per
+(student, lab), written last, and the start-up check's stamp for the course's state.
+
+A stamp, ``grading-logs/STUDENT--LAB.stamp.json`` beside the submission's log, holds the key of what was graded and what
+came of it (graded or not, the notes of its summary line). The key is a hash of the exact
+bytes graded (the staged notebook and the time it was handed in), the lab's release and
+source, the ``autograder`` package every grading process imports and the grading's settings
+(``nbgrader_config.py``, the limits, the sandbox). A submission whose stamp has the key of
+today's bytes, and whose results are all in place, is not graded again.
+
+A stamp is the last write of a submission, and it is written to a temporary name and renamed:
+a grading stopped at any point leaves either a stamp over complete results or no stamp. Before
+a submission is graded, its stamp is removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from autograder.grading.grader.verdicts_json import FILENAME
+from autograder.grading.layout import CourseLayout
+
+VERSIONS = ("nbgrader", "nbclient", "torch", "numpy")  # what a grading imports besides the package
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` anew: a temporary file beside it is renamed over it, so a reader (or a
+    grading stopped half-way) sees the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _digest(*parts: bytes) -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(len(part).to_bytes(8, "big"))
+        hasher.update(part)
+    return hasher.hexdigest()
+
+
+def _files(folder: Path, pattern: str = "*") -> list[bytes]:
+    """The relative name and the bytes of every file under ``folder`` (caches left out), sorted."""
+    found = sorted(p for p in folder.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+    return [part for p in found for part in (str(p.relative_to(folder)).encode(), p.read_bytes())]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def course_state(layout: CourseLayout, package: Path, settings: dict[str, Any]) -> str:
+    """The hash of what every submission of the course is graded with: the package's files,
+    ``nbgrader_config.py``, ``settings`` (the limits, the sandbox, the cell timeout) and the
+    versions of Python and of the libraries grading runs."""
+    versions = [platform.python_version(), *(f"{name}=={_version(name)}" for name in VERSIONS)]
+    return _digest(
+        *_files(package, "*.py"),
+        (layout.root / "nbgrader_config.py").read_bytes(),
+        json.dumps(settings, sort_keys=True, default=str).encode(),
+        " ".join(versions).encode(),
+    )
+
+
+def lab_state(state: str, layout: CourseLayout, lab: str) -> str:
+    """The course's state with the lab's release and source (its hidden tests) added."""
+    return _digest(state.encode(), lab.encode(), *(_bytes(p) for p in (layout.release(lab), layout.source(lab))))
+
+
+def _bytes(path: Path) -> bytes:
+    """A file's bytes; none for a file that is not there (a lab not released yet)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def labs_state(state: str, layout: CourseLayout, labs: list[str]) -> str:
+    """The course's state with every lab's release and source: what the start-up check vouches for."""
+    return _digest(state.encode(), *(lab_state(state, layout, lab).encode() for lab in sorted(labs)))
+
+
+def submission_key(lab_key: str, staged: Path, original_id: str) -> str:
+    """The key of one submission: its lab's state, and every file staged for it (the notebook,
+    the time it was handed in) with who the student is."""
+    return _digest(lab_key.encode(), original_id.encode(), *_files(staged))
+
+
+@dataclass
+class Stamp:
+    """What a finished submission left: its key, and what its summary line says."""
+
+    key: str
+    graded: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, ensure_ascii=False) + "\n"
+
+
+def read_stamp(layout: CourseLayout, student: str, lab: str) -> Stamp | None:
+    """The stamp of ``student``'s ``lab``; None when there is none or it cannot be read."""
+    try:
+        data = json.loads(layout.stamp(student, lab).read_text(encoding="utf-8"))
+        notes = data.get("notes", [])
+        if not isinstance(data.get("key"), str) or not all(isinstance(n, str) for n in notes):
+            return None
+        return Stamp(data["key"], bool(data.get("graded", True)), list(notes))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def write_stamp(layout: CourseLayout, student: str, lab: str, stamp: Stamp) -> None:
+    write_atomic(layout.stamp(student, lab), stamp.to_json())
+
+
+def forget(layout: CourseLayout, student: str, lab: str) -> None:
+    """Remove the stamp: the submission counts as not graded until a new one is written."""
+    layout.stamp(student, lab).unlink(missing_ok=True)
+
+
+def finished(layout: CourseLayout, student: str, lab: str, stamp: Stamp | None, in_gradebook: bool) -> bool:
+    """Are ``student``'s ``lab`` results complete: a stamp, and for a graded submission its
+    row in the gradebook and its verdicts (written by the grader's own process: nothing a
+    submission does can keep them from being written, and so have it graded again forever)?"""
+    if stamp is None:
+        return False
+    return not stamp.graded or (in_gradebook and (layout.autograded / student / lab / FILENAME).is_file())
+
+
+def checked_path(layout: CourseLayout) -> Path:
+    """Where the start-up check records the states it passed in."""
+    return layout.grading_state / "checked.json"
+
+
+def was_checked(layout: CourseLayout, key: str) -> bool:
+    """Did the start-up check pass in the state ``key`` (a ``lab_state``)?"""
+    try:
+        return key in json.loads(checked_path(layout).read_text(encoding="utf-8")).get("passed", [])
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def record_checked(layout: CourseLayout, key: str) -> None:
+    """Record that the start-up check passed in the state ``key`` (the last few states kept)."""
+    try:
+        passed = list(json.loads(checked_path(layout).read_text(encoding="utf-8")).get("passed", []))
+    except (OSError, ValueError, AttributeError):
+        passed = []
+    passed = [k for k in passed if isinstance(k, str) and k != key][-15:] + [key]
+    write_atomic(checked_path(layout), json.dumps({"passed": passed}, indent=1) + "\n")
