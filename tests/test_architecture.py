@@ -28,7 +28,7 @@ RAW_METADATA = ("fields", "_kept")  # notebook_cells' own readers of the raw dic
 # The grader's stations, in the order a submission travels through them, and what every station
 # may read beside them (the data that crosses between stations); pipeline runs the stations.
 STATIONS = ("intake", "run", "verdict", "output", "report")
-SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text", "resume", "shards")
+SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text", "resume", "shards", "atomic")
 CONDUCTORS = ("pipeline", "sharded")
 
 

@@ -3,10 +3,12 @@ the released labs is ``workspace.sync``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from autograder.grading.layout import CourseLayout
@@ -47,6 +49,21 @@ def tool_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+@contextlib.contextmanager
+def scripts_on_path() -> Iterator[None]:
+    """This Python's scripts first on PATH while the block runs (nbgrader's Gradebook calls
+    ``alembic`` by name); the caller's PATH is put back afterwards."""
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = tool_env()["PATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
 
 
 def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ What every station may read, beside them:
     safe_text       student-chosen text made safe on a summary line or in a spreadsheet cell
     resume          what a grading finished: a stamp per submission, the start-up check's record
     shards          a grading cut into shards: I/N, the plan, the shards' states
+    atomic          a file of the grader's written whole or not at all
 
 and, outside ``grader/``, the course's layout (``grading/layout.py``) and the sandbox's limits
 (``grading/protocol/confinement.py``). ``pipeline`` runs the stations for a class: ``grade``

@@ -15,18 +15,16 @@ lab, from the verdicts the workers recorded). The summary is ``outcomes.summary`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.course import labs as course_labs
-from autograder.grading.course import tool_env
+from autograder.grading.course import scripts_on_path
 from autograder.grading.grader import resume
 from autograder.grading.grader.intake.collect import recorded_late, recorded_originals
 from autograder.grading.grader.intake.screening import after_grading, inspect_submission
@@ -63,21 +61,6 @@ class Options:
 
 
 # ----------------------------------------------------------------------------- steps
-
-
-@contextlib.contextmanager
-def _scripts_on_path() -> Iterator[None]:
-    """This Python's scripts first on PATH while the block runs (nbgrader's Gradebook calls
-    ``alembic`` by name); the caller's PATH is put back afterwards."""
-    before = os.environ.get("PATH")
-    os.environ["PATH"] = tool_env()["PATH"]
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PATH", None)
-        else:
-            os.environ["PATH"] = before
 
 
 def _config(g: Grading, kernel: str) -> dict:
@@ -136,7 +119,7 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
     outcomes: dict[tuple[str, str], Outcome] = {}
     jobs: list[Job] = []
     layout, options = CourseLayout(g.root), g.options
-    in_gradebook = gradebook.held(g.db_url, g.course_id) if g.pairs else set()
+    held = gradebook.held(g.db_url, g.course_id) if g.pairs else set()
     for student, lab in g.pairs:
         outcome = outcomes[(student, lab)] = Outcome(
             student, lab, sandboxed=options.sandbox, original_id=g.originals.get(student, "")
@@ -150,22 +133,15 @@ def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
             continue
         job = _job(g, student, lab, str(len(jobs)))
         staged = stage(layout, g.scratch / "staged", job, found.data)
-        key = g.keys[(student, lab)] = resume.submission_key(_lab_state(g, lab), staged, job.original_id)
-        stamp = resume.read_stamp(layout, student, lab)
-        done = resume.finished(layout, student, lab, stamp, (student, lab) in in_gradebook)
-        if stamp is not None and done and stamp.key == key and not options.regrade:
+        key = g.keys[(student, lab)] = resume.submission_key(g.lab_states[lab], staged, job.original_id)
+        stamp = resume.complete(layout, student, lab, held)
+        if stamp is not None and stamp.key == key and not options.regrade:
             outcome.graded, outcome.notes = stamp.graded, stamp.notes
             g.skipped += 1
             continue
         resume.forget(layout, student, lab)
         jobs.append(job)
     return outcomes, jobs
-
-
-def _lab_state(g: Grading, lab: str) -> str:
-    if lab not in g.lab_states:
-        g.lab_states[lab] = resume.lab_state(g.state, CourseLayout(g.root), lab)
-    return g.lab_states[lab]
 
 
 def _failure_reason(result: Result) -> str:
@@ -225,7 +201,7 @@ class Grading:
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # intake's record: (student, lab) -> late flag
     originals: dict[str, str] = field(default_factory=dict)  # intake's record: student -> who they are
     state: str = ""  # the hash of what every submission is graded with (resume.course_state)
-    lab_states: dict[str, str] = field(default_factory=dict)  # lab -> resume.lab_state
+    lab_states: dict[str, str] = field(default_factory=dict)  # every lab of the course -> resume.lab_state
     keys: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab) -> resume.submission_key
     checked_key: str = ""  # the course's state with every lab's: the start-up check runs once in each
     skipped: int = 0  # submissions not graded again: their stamps say they were, with the same bytes
@@ -233,8 +209,14 @@ class Grading:
 
 def intake(g: Grading) -> None:
     """Collect the submissions into submitted/, with --student and --lab applied, and read what
-    intake recorded of the class (late flags, who each student is) once, for every later step."""
+    intake recorded of the class."""
     g.pairs, g.not_graded = select(g.root, g.source, g.options)
+    read_record(g)
+
+
+def read_record(g: Grading) -> None:
+    """What intake recorded of the class (late flags, who each student is), read once for every
+    later step."""
     g.late, g.originals = recorded_late(g.root), recorded_originals(g.root)
 
 
@@ -243,7 +225,8 @@ def prepare(g: Grading) -> None:
     g.course_id = nbconfig.course_id(g.root)
     layout = CourseLayout(g.root)
     g.state = resume.course_state(layout, Path(g.options.package or boot.package_dir(g.root)), _settings(g.options))
-    g.checked_key = resume.labs_state(g.state, layout, course_labs(g.root))
+    g.lab_states = {lab: resume.lab_state(g.state, layout, lab) for lab in course_labs(g.root)}
+    g.checked_key = resume.labs_state(g.lab_states)
     gradebook.ensure_labs(g.root, sorted({lab for _, lab in g.pairs}), g.db_url, g.course_id, g.scratch)
 
 
@@ -251,7 +234,7 @@ def make_jobs(g: Grading) -> None:
     g.outcomes, g.jobs = _jobs(g)
 
 
-def first_check(g: Grading, lab: str | None) -> Job | None:
+def _first_check(g: Grading, lab: str | None) -> Job | None:
     """The preflight of ``lab``, unless it already passed in this state of the course."""
     if lab is None or resume.was_checked(CourseLayout(g.root), g.checked_key):
         return None
@@ -264,17 +247,9 @@ def first_check(g: Grading, lab: str | None) -> Job | None:
     return _preflight_job(g, lab)
 
 
-def grade_each(g: Grading) -> None:
-    """The preflight (once per state of the course), then every job on the worker processes,
+def _on_workers(g: Grading, first: Job | None) -> None:
+    """The preflight ``first`` (its pass recorded), then every job on the worker processes,
     each result recorded in its outcome."""
-    layout = CourseLayout(g.root)
-    layout.grading_logs.mkdir(exist_ok=True)
-    if g.skipped:
-        print(
-            f"{g.skipped} submission(s) already graded with the same bytes: not graded again (--regrade does)",
-            file=sys.stderr,
-        )
-    first = first_check(g, g.jobs[0].lab if g.jobs else None)
     run_jobs(
         g.jobs,
         first,
@@ -286,8 +261,27 @@ def grade_each(g: Grading) -> None:
         scratch=g.scratch,
         package=g.options.package,
         progress=g.options.progress,
-        checked=lambda: resume.record_checked(layout, g.checked_key),
+        checked=lambda: resume.record_checked(CourseLayout(g.root), g.checked_key),
     )
+
+
+def grade_each(g: Grading) -> None:
+    """The preflight (once per state of the course), then every job on the worker processes,
+    each result recorded in its outcome."""
+    CourseLayout(g.root).grading_logs.mkdir(exist_ok=True)
+    if g.skipped:
+        print(
+            f"{g.skipped} submission(s) already graded with the same bytes: not graded again (--regrade does)",
+            file=sys.stderr,
+        )
+    _on_workers(g, _first_check(g, g.jobs[0].lab if g.jobs else None))
+
+
+def check_grader(g: Grading) -> None:
+    """The preflight alone (``grade --intake``), on the first pair's lab, unless it already
+    passed in this state of the course."""
+    if first := _first_check(g, g.pairs[0][1] if g.pairs else None):
+        _on_workers(g, first)
 
 
 def score(g: Grading) -> None:
@@ -326,7 +320,7 @@ def run(root: Path, source: Path, options: Options, steps: list[Step], sandboxes
     g = Grading(root, Path(source), options, db_url, Path(tempfile.mkdtemp(prefix="autograder-grade-")))
     try:
         # nbgrader_config.py puts the scripts on PATH too when it is read: inside the block
-        with _scripts_on_path(), gradebook.turns(gradebook.lock_for(db_url)) as g.lock:
+        with scripts_on_path(), gradebook.turns(gradebook.lock_for(db_url)) as g.lock:
             for step in steps:
                 step(g)
         return g

@@ -18,33 +18,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import platform
-import tempfile
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from autograder.grading.grader.atomic import write_atomic
 from autograder.grading.grader.verdicts_json import FILENAME
 from autograder.grading.layout import CourseLayout
 
 VERSIONS = ("nbgrader", "nbclient", "torch", "numpy")  # what a grading imports besides the package
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` anew: a temporary file beside it is renamed over it, so a reader (or a
-    grading stopped half-way) sees the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _digest(*parts: bytes) -> str:
@@ -94,9 +78,9 @@ def _bytes(path: Path) -> bytes:
         return b""
 
 
-def labs_state(state: str, layout: CourseLayout, labs: list[str]) -> str:
-    """The course's state with every lab's release and source: what the start-up check vouches for."""
-    return _digest(state.encode(), *(lab_state(state, layout, lab).encode() for lab in sorted(labs)))
+def labs_state(lab_states: dict[str, str]) -> str:
+    """The course's state with every lab's (``lab_state`` of each): what the start-up check vouches for."""
+    return _digest(*(f"{lab} {key}".encode() for lab, key in sorted(lab_states.items())))
 
 
 def submission_key(lab_key: str, staged: Path, original_id: str) -> str:
@@ -138,13 +122,19 @@ def forget(layout: CourseLayout, student: str, lab: str) -> None:
     layout.stamp(student, lab).unlink(missing_ok=True)
 
 
-def finished(layout: CourseLayout, student: str, lab: str, stamp: Stamp | None, in_gradebook: bool) -> bool:
-    """Are ``student``'s ``lab`` results complete: a stamp, and for a graded submission its
-    row in the gradebook and its verdicts (written by the grader's own process: nothing a
-    submission does can keep them from being written, and so have it graded again forever)?"""
-    if stamp is None:
-        return False
-    return not stamp.graded or (in_gradebook and (layout.autograded / student / lab / FILENAME).is_file())
+def complete(layout: CourseLayout, student: str, lab: str, held: set[tuple[str, str]]) -> Stamp | None:
+    """The stamp of ``student``'s ``lab`` when its results are complete: a stamp, and for a
+    graded submission its row in the gradebook (``held``: the pairs it holds) and its verdicts
+    (written by the grader's own process: nothing a submission does can keep them from being
+    written, and so have it graded again forever); else None."""
+    stamp = read_stamp(layout, student, lab)
+    if (
+        stamp is None
+        or stamp.graded
+        and not ((student, lab) in held and (layout.autograded / student / lab / FILENAME).is_file())
+    ):
+        return None
+    return stamp
 
 
 def checked_path(layout: CourseLayout) -> Path:

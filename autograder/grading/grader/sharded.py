@@ -19,32 +19,13 @@ import sys
 from pathlib import Path
 
 from autograder.grading.grader import pipeline, resume, shards
-from autograder.grading.grader.intake.collect import recorded_late, recorded_originals
 from autograder.grading.grader.outcomes import Outcome, Outcomes
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.output.grades_csv import write_csv
 from autograder.grading.grader.report.step import report
-from autograder.grading.grader.run.pool import run_jobs
 from autograder.grading.layout import CourseLayout
 
 MISSING = "MISSING: no shard finished it; grades.csv says missing (run its shard again, then --finish)"
-
-
-def _check_grader(g: pipeline.Grading) -> None:
-    """The start-up check on the first lab of the plan, unless it passed in this state."""
-    first = pipeline.first_check(g, g.pairs[0][1] if g.pairs else None)
-    if first is not None:
-        run_jobs(
-            [],
-            first,
-            lambda job, result: None,
-            processes=1,
-            job_timeout=g.options.job_timeout,
-            scratch=g.scratch,
-            package=g.options.package,
-            progress=False,
-            checked=lambda: resume.record_checked(CourseLayout(g.root), g.checked_key),
-        )
 
 
 def _write_plan(g: pipeline.Grading) -> None:
@@ -55,7 +36,7 @@ def _write_plan(g: pipeline.Grading) -> None:
 def plan(root: Path, source: Path, options: pipeline.Options) -> Outcomes:
     """``grade SOURCE --intake``: collect the class, check the grader, write the plan; the
     files not graded (with the notes) are returned, for the summary."""
-    g = pipeline.run(root, source, options, [pipeline.intake, pipeline.prepare, _check_grader, _write_plan])
+    g = pipeline.run(root, source, options, [pipeline.intake, pipeline.prepare, pipeline.check_grader, _write_plan])
     print(f"planned: {len(g.pairs)} submission(s) to grade in shards ({shards.plan_path(CourseLayout(g.root))})")
     return g.not_graded
 
@@ -63,7 +44,7 @@ def plan(root: Path, source: Path, options: pipeline.Options) -> Outcomes:
 def _from_plan(pairs: list[tuple[str, str]]) -> pipeline.Step:
     def step(g: pipeline.Grading) -> None:
         g.pairs = pairs
-        g.late, g.originals = recorded_late(g.root), recorded_originals(g.root)
+        pipeline.read_record(g)
 
     return step
 
@@ -86,13 +67,18 @@ def _stamped(g: pipeline.Grading) -> list[tuple[str, str]]:
     layout, missing = CourseLayout(g.root), []
     held = gradebook.held(g.db_url, g.course_id)
     for student, lab in g.pairs:
-        stamp = resume.read_stamp(layout, student, lab)
-        outcome = Outcome(student, lab, sandboxed=g.options.sandbox, original_id=g.originals.get(student, ""))
-        if stamp is None or not resume.finished(layout, student, lab, stamp, (student, lab) in held):
+        stamp = resume.complete(layout, student, lab, held)
+        if stamp is None:
             missing.append((student, lab))
             continue
-        outcome.graded, outcome.notes = stamp.graded, stamp.notes
-        g.outcomes[(student, lab)] = outcome
+        g.outcomes[(student, lab)] = Outcome(
+            student,
+            lab,
+            graded=stamp.graded,
+            notes=stamp.notes,
+            sandboxed=g.options.sandbox,
+            original_id=g.originals.get(student, ""),
+        )
     return missing
 
 
@@ -108,7 +94,7 @@ def finish(root: Path, options: pipeline.Options, allow_incomplete: bool = False
 
     def gather(g: pipeline.Grading) -> None:
         g.pairs, g.not_graded = planned.pairs, _not_graded(planned)
-        g.late, g.originals = recorded_late(g.root), recorded_originals(g.root)
+        pipeline.read_record(g)
         g.course_id = pipeline.nbconfig.course_id(g.root)
         missing.extend(_stamped(g))
         if missing and not allow_incomplete:

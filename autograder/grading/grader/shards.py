@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.grader.resume import write_atomic
+from autograder.grading.grader.atomic import write_atomic
 from autograder.grading.layout import CourseLayout
 
 HEARTBEAT_SECONDS = 20.0

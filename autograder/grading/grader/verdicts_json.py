@@ -23,11 +23,11 @@ say. The class report ranks exercises by the points lost on their own.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from autograder.grading.grader.atomic import write_atomic
 
 SCHEMA = "autograder.verdicts/1"
 FILENAME = "verdicts.json"
@@ -135,14 +135,5 @@ def read_verdicts(path: Path | str) -> LabVerdicts:
 
 
 def write_verdicts(path: Path, verdicts: LabVerdicts) -> None:
-    """Write ``path`` anew, atomically: a temporary file beside it replaces whatever is there
-    (a link is replaced, never followed)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(verdicts.to_json())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``path`` anew, atomically (``atomic.write_atomic``)."""
+    write_atomic(path, verdicts.to_json())

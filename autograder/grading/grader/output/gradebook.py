@@ -134,12 +134,17 @@ def is_server(db_url: str) -> bool:
     return db_url.startswith("postgresql")
 
 
+def _sqlite_file(db_url: str) -> Path | None:
+    """The file of an SQLite gradebook; None for a server."""
+    return Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
+
+
 def lock_for(db_url: str) -> str:
     """The one lock of a gradebook, whoever grades into it: for SQLite the file
     ``GRADEBOOK.lock`` beside it (one machine), for PostgreSQL the database's URL (its advisory
     lock, any number of machines), else "" (no turns)."""
-    if db_url.startswith("sqlite:///"):
-        return db_url.removeprefix("sqlite:///") + ".lock"
+    if (file := _sqlite_file(db_url)) is not None:
+        return f"{file}.lock"
     return db_url if is_server(db_url) else ""
 
 
@@ -216,7 +221,7 @@ def held(db_url: str, course_id: str) -> set[tuple[str, str]]:
     SQLite gradebook that is not there yet holds none (and is not made)."""
     from nbgrader.api import Assignment, SubmittedAssignment
 
-    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).is_file():
+    if (file := _sqlite_file(db_url)) is not None and not file.is_file():
         return set()
     with opened(db_url, course_id) as gb:
         rows = (

@@ -50,6 +50,13 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _kill_groups(pids: list[int]) -> None:
+    """SIGKILL the process group each of ``pids`` leads (a kernel, a sandboxed child), if still there."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
 class WorkerProcess:
     """The pipeline's handle on one long-lived worker process, started again after a crash
     or a job past its time limit (killed with its kernels). It starts in ``cwd`` (a folder of
@@ -97,9 +104,7 @@ class WorkerProcess:
             if proc is None:
                 return ""
             # jupyter_client starts each kernel in a session of its own: kill those too
-            for pid in [proc.pid, *_children(proc.pid)]:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
+            _kill_groups([proc.pid, *_children(proc.pid)])
             proc.wait()
             return self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
 
@@ -186,9 +191,7 @@ def _end_with_pipeline(interval: float = 0.5) -> None:
     def watch() -> None:
         while os.getppid() == pipeline:
             time.sleep(interval)
-        for pid in _children(os.getpid()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        _kill_groups(_children(os.getpid()))
         os._exit(1)
 
     threading.Thread(target=watch, name="end-with-pipeline", daemon=True).start()
