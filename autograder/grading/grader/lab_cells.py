@@ -58,3 +58,18 @@ def answer_cells(submission: Path) -> list[str]:
     test cells, in order."""
     nb = nbformat.read(str(submission), as_version=4)
     return [c.source for c in nb.cells if c.cell_type == "code" and not nbcells.is_graded(c)]
+
+
+def answers_before_tests(submission: Path) -> dict[str, list[str]]:
+    """grade_id of each graded test cell of a submission -> the code cells before it (all but
+    graded test cells, in order): what had run when the notebook reached that test."""
+    out: dict[str, list[str]] = {}
+    since: list[str] = []
+    for cell in nbformat.read(str(submission), as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        if nbcells.is_graded(cell):
+            out.setdefault(nbcells.own_grade_id(cell), list(since))
+        else:
+            since.append(cell.source)
+    return out

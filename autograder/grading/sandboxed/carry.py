@@ -1,14 +1,22 @@
-"""Error carried forward, in the child: for one check, the answers of earlier exercises that
-the student got wrong are made the lab's solutions, then put back as they were.
+"""Error carried forward, in a fork of the child: for one check, each function of the earlier
+exercises the student got wrong answers with what the lab's solution computes, in a fresh copy
+of the submission that nothing has called yet.
 
-The grader sends the solution cells of those exercises; they run in a copy of the
-submission's namespace, and each function or class they define is bound into the student's
-own object of that name, not beside it: a function takes the solution's code (its identity,
-and every reference to it, a default argument or a closure that holds it included, stay the
-student's), a class the solution's attributes. So an answer cannot tell the binding from a
-correct helper of its own except by what the helper returns. A name the student bound to
-something else (a lambda with a closure, an ``nn.Softmax`` instance) is rebound in the
-namespace instead, which reaches calls by name only. ``unbind`` puts everything back.
+The grader runs every such check twice, in two forks made alike (``given``: the solution's
+results; not ``given``: the student's own), and credits the exercise only when the first passes
+and the second fails. Both forks bind the same way, so what an answer could observe of the
+binding is the same in both and only the values returned differ:
+
+- each call runs the solution *and* the student's own function, each on copies of the
+  arguments, the random state put back between them; it returns (or raises) one of the two
+  results, as ``given`` says; the student's side effects happen in both forks;
+- a plain function the student's cells defined (no closure) keeps its identity, defaults and attributes:
+  only its code object becomes a small trampoline, in both forks; any other name (a lambda
+  with a closure, an instance) is rebound in the namespace, in both forks;
+- a class becomes the solution's (its attributes copied into the student's class object) only
+  in the ``given`` fork: a class's own methods cannot run beside the solution's on one object.
+
+Nothing of the grader is reached from here: the solution cells run in a copy of the namespace.
 """
 
 from __future__ import annotations
@@ -17,23 +25,70 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 _KEEP = frozenset({"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__"})
 _MISSING = object()
+HOOK = "__autograder_carry__"  # the trampolines' table, in the namespace of both forks alike
 
 
-def _into_function(old: types.FunctionType, new: types.FunctionType, undo: list[Callable[[], None]]) -> bool:
-    saved = (old.__code__, old.__defaults__, old.__kwdefaults__)
+def _copy(value: Any) -> Any:
+    """The arguments as each side gets them: tensors cloned (autograd follows the clone), lists,
+    tuples and dicts copied through, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list | tuple):
+        items = [_copy(v) for v in value]
+        return type(value)(items) if type(value) in (list, tuple) else value
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    return value
+
+
+def _outcome(function: Callable[..., Any] | None, name: str, args: tuple, kwargs: dict) -> tuple[bool, Any]:
+    """(True, value) or (False, the Exception raised): ``function`` called on copies."""
+    if function is None:
+        return False, NameError(f"name '{name}' is not defined")
     try:
-        old.__code__ = new.__code__  # ValueError when their closures differ in size
-    except ValueError:
-        return False
-    old.__defaults__, old.__kwdefaults__ = new.__defaults__, new.__kwdefaults__
+        return True, function(*_copy(args), **_copy(kwargs))
+    except Exception as err:  # noqa: BLE001 - either side's failure is its result; BaseExceptions pass in both forks
+        return False, err
 
-    def restore() -> None:
-        old.__code__, old.__defaults__, old.__kwdefaults__ = saved
 
-    undo.append(restore)
-    return True
+class Both:
+    """A function of an earlier exercise in a fork: the solution and the student's own, both run."""
+
+    def __init__(self, name: str, own: Callable[..., Any] | None, solution: Callable[..., Any], given: bool) -> None:
+        self.name, self.own, self.solution, self.given = name, own, solution, given
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        before = torch.get_rng_state()
+        solution = _outcome(self.solution, self.name, args, kwargs)
+        after_solution = torch.get_rng_state()
+        torch.set_rng_state(before)
+        own = _outcome(self.own, self.name, args, kwargs)
+        if self.given:
+            torch.set_rng_state(after_solution)
+        ok, value = solution if self.given else own
+        if not ok:
+            raise value
+        return value
+
+
+def _trampoline(key: int) -> types.CodeType:
+    source = f"def trampoline(*args, **kwargs):\n    return {HOOK}[{key}](*args, **kwargs)\n"
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<carry>", "exec"), scope)  # noqa: S102 - our own two lines
+    return scope["trampoline"].__code__
+
+
+def _own_copy(old: Any) -> Callable[..., Any] | None:
+    """The student's function as it was, callable beside the trampoline that replaces its code."""
+    if isinstance(old, types.FunctionType):
+        copy = types.FunctionType(old.__code__, old.__globals__, old.__name__, old.__defaults__, old.__closure__)
+        copy.__kwdefaults__ = old.__kwdefaults__
+        return copy
+    return old if callable(old) else None
 
 
 def _rehomed(value: Any, new: type, old: type) -> Any:
@@ -50,68 +105,46 @@ def _rehomed(value: Any, new: type, old: type) -> Any:
     return method
 
 
-def _into_class(old: type, new: type, undo: list[Callable[[], None]]) -> bool:
+def _into_class(old: type, new: type) -> bool:
     try:
         for key, value in vars(new).items():
-            if key in _KEEP:
-                continue
-            before = vars(old).get(key, _MISSING)
-            setattr(old, key, _rehomed(value, new, old))
-            undo.append(_put_back(old, key, before))
+            if key not in _KEEP:
+                setattr(old, key, _rehomed(value, new, old))
     except (TypeError, AttributeError):
         return False
     return True
 
 
-def _put_back(owner: type, key: str, before: Any) -> Callable[[], None]:
-    def restore() -> None:
-        if before is _MISSING:
-            delattr(owner, key)
-        else:
-            setattr(owner, key, before)
-
-    return restore
-
-
-def _put_back_name(namespace: dict[str, Any], name: str, before: Any) -> Callable[[], None]:
-    def restore() -> None:
-        if before is _MISSING:
-            namespace.pop(name, None)
-        else:
-            namespace[name] = before
-
-    return restore
-
-
 def bind(
-    namespace: dict[str, Any], cells: list[str], run: Callable[[list[str], dict[str, Any]], list[str | None]]
-) -> tuple[list[str], list[Callable[[], None]]]:
-    """Run the solution ``cells`` (with ``run``) in a copy of ``namespace`` and bind what they
-    define into the student's objects; the names bound, and the steps that undo it, in order."""
+    namespace: dict[str, Any],
+    cells: list[str],
+    run: Callable[[list[str], dict[str, Any]], list[str | None]],
+    *,
+    given: bool,
+) -> list[str]:
+    """Run the solution ``cells`` (with ``run``) in a copy of ``namespace`` and bind each function
+    or class they define, as the module says; the names bound, in order. The fork that calls
+    this ends after its one check, so nothing is put back."""
     scratch = dict(namespace)
     run(cells, scratch)
+    table: dict[int, Both] = namespace.setdefault(HOOK, {})
     bound: list[str] = []
-    undo: list[Callable[[], None]] = []
     for name, new in scratch.items():
         old = namespace.get(name, _MISSING)
         if name.startswith("__") or old is new or not isinstance(new, types.FunctionType | type):
             continue
-        if (
-            isinstance(old, types.FunctionType)
-            and isinstance(new, types.FunctionType)
-            and _into_function(old, new, undo)
-        ):
-            pass
-        elif isinstance(old, type) and isinstance(new, type) and old is not new and _into_class(old, new, undo):
-            pass
+        if isinstance(new, type):
+            if isinstance(old, type) and given and not _into_class(old, new):
+                namespace[name] = new
+            elif not isinstance(old, type) and given:
+                namespace[name] = new
+            bound.append(name)
+            continue
+        key = len(table)
+        table[key] = Both(name, _own_copy(None if old is _MISSING else old), new, given)
+        if isinstance(old, types.FunctionType) and old.__globals__ is namespace and not old.__code__.co_freevars:
+            old.__code__ = _trampoline(key)
         else:
-            namespace[name] = new
-            undo.append(_put_back_name(namespace, name, old))
+            namespace[name] = types.FunctionType(_trampoline(key), namespace, name)
         bound.append(name)
-    return bound, undo
-
-
-def unbind(undo: list[Callable[[], None]]) -> None:
-    """Put back what ``bind`` changed, last change first."""
-    while undo:
-        undo.pop()()
+    return bound

@@ -13,8 +13,10 @@ which is what is graded anyway).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import os
+import shutil
 import signal
 import sys
 import types
@@ -73,6 +75,64 @@ def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
         yield
 
 
+_EXIT = os._exit  # taken before any student code: a fork's answers cannot keep it alive
+WARM = ("matplotlib.pyplot", "autograder.reference", "autograder.data", "autograder.checks")
+
+
+def warm() -> None:
+    """Import what every fork would import again (a zygote's, before any student code)."""
+    _python("pass")
+    for module in WARM:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - only time is at stake
+            importlib.import_module(module)
+
+
+def _scratch() -> str | None:
+    """The sandbox's scratch folder (the launcher makes it the home, the temporary folder and the
+    working directory at once), else None: then nothing is emptied between forks."""
+    here = os.getcwd()
+    return here if os.environ.get("HOME") == os.environ.get("TMPDIR") == here else None
+
+
+def _empty(folder: str | None, keep: set[str]) -> None:
+    """Remove from ``folder`` what a fork wrote there (all but ``keep``)."""
+    if folder is None:
+        return
+    for name in set(os.listdir(folder)) - keep:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _children() -> list[int]:
+    """The processes whose parent is this one (read from /proc)."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == me:
+                        out.append(int(entry))
+    return out
+
+
+def _end_descendants() -> None:
+    """Kill and reap every process a fork left behind (they come back here as orphans)."""
+    for _ in range(1000):
+        children = _children()
+        if not children:
+            return
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
 class ChildServer(Connection):
     """The child's side: loads the cells, serves ``global``, ``getattr`` and ``call``."""
 
@@ -82,30 +142,33 @@ class ChildServer(Connection):
         from autograder.checks.sentinels import forbidden  # before the submission's cells are loaded
 
         self.forbidden = forbidden
-        self.undo: list[Any] = []  # what undoes the binding of error carried forward
+        self.pristine = True  # no student code has run here: this process may be forked
+        self.scratch: set[str] | None = None  # what its scratch folder held before the first fork
 
     def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         op = message.get("op")
         if op == "hello":  # started, imports done, no student code run yet
             return "ready", {}, {}
         if op == "load":
+            self.pristine = False
             return (
                 run_cells([str(c) for c in message["cells"]], self.namespace, float(message.get("limit", 30))),
                 {},
                 {},
             )
-        if op == "bind":  # error carried forward: the solutions of earlier wrong answers, for one check
-            carry.unbind(self.undo)
+        if op == "fork":  # error carried forward: a copy of this process, where no student code ran yet
+            return self._fork()
+        if op == "exit":  # the end of a fork: its parent (the zygote) replies once it is cleaned up
+            _EXIT(0)
+        if op == "bind":  # error carried forward, in a fork: earlier wrong answers answered by the solution
             limit = float(message.get("limit", 30))
-            bound, self.undo = carry.bind(
+            bound = carry.bind(
                 self.namespace,
                 [str(c) for c in message["cells"]],
                 lambda cells, namespace: run_cells(cells, namespace, limit),
+                given=bool(message.get("given")),
             )
             return bound, {}, {}
-        if op == "unbind":
-            carry.unbind(self.undo)
-            return None, {}, {}
         if op == "global":
             name = str(message.get("name"))
             if name not in self.namespace:
@@ -119,6 +182,25 @@ class ChildServer(Connection):
         if op == "call":
             return self._call(target, message, blobs)
         raise ValueError(f"unknown request {op!r}")
+
+    def _fork(self) -> tuple[Any, dict, dict]:
+        """Fork: the copy replies "forked" and serves until told to exit; this process waits for
+        it, kills whatever it left running, empties the scratch folder of what it wrote, and
+        replies "ended" (the reply to the copy's "exit"). Each fork starts as this one is."""
+        if not self.pristine:
+            raise ValueError("only a process where no student code ran may fork")
+        if self.scratch is None:
+            ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
+            folder = _scratch()
+            self.scratch = set(os.listdir(folder)) if folder else set()
+        pid = os.fork()
+        if pid == 0:
+            self.pristine = False
+            return "forked", {}, {}
+        os.waitpid(pid, 0)
+        _end_descendants()
+        _empty(_scratch(), self.scratch)
+        return "ended", {}, {}
 
     def _call(self, target: Any, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         rng = blobs.pop("rng", None)
@@ -160,11 +242,14 @@ class ChildServer(Connection):
 
 
 def main(argv: list[str]) -> None:
+    """``RFD WFD [zygote]``: a zygote (forked for error carried forward) imports ahead."""
     rfd, wfd = int(argv[0]), int(argv[1])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    if argv[2:] == ["zygote"]:
+        warm()
     ChildServer(rfd, wfd).run()
 
 

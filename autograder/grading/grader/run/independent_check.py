@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.grader.lab_cells import answer_cells, solution_cells, test_cells
+from autograder.grading.grader.lab_cells import answer_cells, answers_before_tests, solution_cells, test_cells
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot, wire
 from autograder.grading.protocol.remote import Connection
@@ -113,10 +113,12 @@ class SandboxedChild:
     """The sandboxed child process and the connection to it. It inherits the two pipes of the
     conversation and a pipe for its stderr (read here, capped), no other descriptor of ours."""
 
-    def __init__(self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float) -> None:
+    def __init__(
+        self, wrap: Callable[[list[str]], list[str]], env: dict[str, str] | None, timeout: float, *roles: str
+    ) -> None:
         to_child, from_grader = os.pipe()
         from_child, to_grader = os.pipe()
-        argv = wrap(boot.command("autograder.grading.sandboxed.child", str(to_child), str(to_grader)))
+        argv = wrap(boot.command("autograder.grading.sandboxed.child", str(to_child), str(to_grader), *roles))
         self.proc = subprocess.Popen(
             argv,
             pass_fds=(to_child, to_grader),
@@ -133,6 +135,7 @@ class SandboxedChild:
         self.stderr = Tail(os.dup(self.proc.stderr.fileno()))
         self.proc.stderr.close()
         self.connection = Connection(from_child, from_grader, trusting=False, timeout=timeout)
+        self.closed = False
 
     def hello(self) -> None:
         """Wait for the child's first reply, sent before any student code runs; a child that
@@ -157,6 +160,9 @@ class SandboxedChild:
         return self.connection._reply_value(reply, blobs)
 
     def close(self) -> None:
+        if self.closed:  # its descriptors' numbers may be another's by now
+            return
+        self.closed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
@@ -191,25 +197,86 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
     return verdict
 
 
+class _Zygote:
+    """A sandboxed child where no student code runs: each carried-forward check runs in a fork
+    of it, so every one starts from the submission as loaded, never from what a call before it
+    left. Launched when the first exercise fails (it starts while the others are checked); a
+    fork that breaks the conversation takes it down, and the next check launches another."""
+
+    def __init__(self, launch: Callable[[], SandboxedChild]) -> None:
+        self.launch_child, self.ready = launch, False
+        self.child: SandboxedChild | None = None
+
+    def launch(self) -> None:
+        if self.child is None:
+            self.child, self.ready = self.launch_child(), False
+
+    def check(
+        self, cells: list[str], given: list[str], grade_id: str, code: str, limit: float, *, mine: bool
+    ) -> Verdict:
+        """Test cell ``code`` in a fork that ran ``cells``, the earlier wrong answers bound
+        (``mine``: to the student's own results, else to the solution's)."""
+        self.launch()
+        child = self.child
+        assert child is not None
+        if not self.ready:
+            try:
+                child.hello()
+            except GraderError:
+                self.close()
+                raise
+            self.ready = True
+        try:
+            if child.request({"op": "fork"}) != "forked":
+                raise wire.WireError("an unexpected reply to fork")
+            child.request({"op": "load", "cells": cells, "limit": limit})
+            names = child.request({"op": "bind", "cells": given, "limit": limit, "given": not mine})
+            verdict = _check(child, grade_id, code)
+            verdict.given = [str(name) for name in names or []][:20]
+            if child.request({"op": "exit"}) != "ended":
+                raise wire.WireError("an unexpected reply to exit")
+            return verdict
+        except Exception:  # noqa: BLE001 - whatever the fork did, it gets no credit, and the next check a new zygote
+            self.close()
+            return Verdict(False, "the carried-forward check broke off", exercise=grade_id)
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+
 def _carry_forward(
-    child: SandboxedChild, source: Path, cells: dict[str, str], verdicts: dict[str, Verdict], cell_timeout: float
+    zygote: _Zygote,
+    source: Path,
+    submission: Path,
+    verdicts: dict[str, Verdict],
+    cells: dict[str, str],
+    limit: float,
+    deadline: float | None,
 ) -> None:
-    """Error carried forward: each exercise failed as written is checked again with the
-    answers of the earlier exercises failed as written made the lab's solutions (in the child),
-    once every exercise has been checked as written, so nothing of that run reaches those."""
+    """Error carried forward: an exercise failed as written, after earlier ones failed, is
+    checked in two forks alike, each from the code cells before its test cell in the notebook
+    (the conditions of an ordinary pass): with the earlier wrong answers' calls answered by the
+    student's own functions, then by the solution. It is right on its own (``Verdict.alone``)
+    only when the first fails exactly as the check as written did and the second passes: only a
+    failure that the earlier answers caused is carried forward, never one that a fresh start or
+    the binding's mere presence changes, and nothing an answer can see differs between the two."""
     solutions = solution_cells(source)
+    before = answers_before_tests(submission)
     wrong: list[str] = []
     for grade_id, code in cells.items():
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("the independent check ran out of time")
         verdict = verdicts[grade_id]
-        if not verdict.passed and wrong:
-            given = child.request(
-                {"op": "bind", "cells": [c for g in wrong for c in solutions.get(g, [])], "limit": cell_timeout}
-            )
-            try:
-                verdict.alone = _check(child, grade_id, code).passed
-                verdict.given = [str(name) for name in given or []][:20]
-            finally:
-                child.request({"op": "unbind"})
+        if not verdict.passed and wrong and grade_id in before:
+            given = [c for g in wrong for c in solutions.get(g, [])]
+            mine = zygote.check(before[grade_id], given, grade_id, code, limit, mine=True)
+            if mine.passed or (mine.message, mine.mistake) != (verdict.message, verdict.mistake):
+                verdict.alone = False  # not the failure as written: something else than the earlier answers
+            else:
+                carried = zygote.check(before[grade_id], given, grade_id, code, limit, mine=False)
+                verdict.alone, verdict.given = carried.passed, carried.given
         if not verdict.passed:
             wrong.append(grade_id)
 
@@ -229,23 +296,32 @@ def recheck(
     (an autograded notebook), its code run in a child started through ``wrap`` (the
     sandbox). Returns grade_id -> Verdict; a child that dies or stops answering fails the
     exercises not yet checked. ``carry_forward``: then each exercise failed as written is
-    checked again with the earlier wrong answers made right (``Verdict.alone``)."""
+    checked again with the earlier wrong answers made right (``Verdict.alone``, ``_carry_forward``)."""
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
-    child = SandboxedChild(wrap, env, call_timeout)
-    try:
-        child.hello()
-    except GraderError:
-        child.close()
-        raise
+
+    def start() -> SandboxedChild:
+        child = SandboxedChild(wrap, env, call_timeout)
+        try:
+            child.hello()
+        except GraderError:
+            child.close()
+            raise
+        return child
+
+    child = start()
+    zygote = _Zygote(lambda: SandboxedChild(wrap, env, call_timeout, "zygote"))
     try:
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})
         for grade_id, code in cells.items():
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("the independent check ran out of time")
             verdicts[grade_id] = _check(child, grade_id, code)
+            if carry_forward and not verdicts[grade_id].passed:
+                zygote.launch()  # a later exercise may need it
         if carry_forward:
-            _carry_forward(child, source, cells, verdicts, cell_timeout)
+            child.close()  # the answers as written are all checked: its memory goes before the forks'
+            _carry_forward(zygote, source, submission, verdicts, cells, cell_timeout, deadline)
     except (wire.WireError, TimeoutError, OSError) as err:
         reason = (
             "the submission's process stopped answering (it ran too long)"
@@ -256,4 +332,5 @@ def recheck(
             verdicts.setdefault(grade_id, Verdict(False, reason, exercise=grade_id))
     finally:
         child.close()
+        zygote.close()
     return verdicts

@@ -100,9 +100,10 @@ def _recheck(s: Submission) -> dict[str, Verdict]:
 
 def _carries_forward(s: Submission) -> bool:
     """Error carried forward: on unless the course's nbgrader_config.py says
-    ``c.Grading.carry_forward = False``, and never for a submission that touches the checks'
-    machinery (it could tell the binding from its own helper: it is graded as written)."""
-    return bool(s.config.Grading.get("carry_forward", True)) and not retyped.reaches_machinery(s.autograded)
+    ``c.Grading.carry_forward = False``, and never for a submission whose cells could see how
+    an earlier answer is bound (a code object, frames, the collector's objects): it is graded as
+    written."""
+    return bool(s.config.Grading.get("carry_forward", True)) and not retyped.could_observe_binding(s.autograded)
 
 
 def _withheld(s: Submission) -> bool:
@@ -111,7 +112,7 @@ def _withheld(s: Submission) -> bool:
     return (
         bool(s.config.Grading.get("carry_forward", True))
         and any(failed[i] and any(failed[:i]) for i in range(len(failed)))
-        and retyped.reaches_machinery(s.autograded)
+        and retyped.could_observe_binding(s.autograded)
     )
 
 
@@ -124,8 +125,8 @@ def independent_check(s: Submission) -> bool:
     s.verdicts = _recheck(s)
     if _withheld(s):
         s.result.notes.append(
-            "error carried forward not applied: an answer touches the checks' machinery "
-            "(flagged), so every exercise is graded as written"
+            "error carried forward not applied: an answer could see how earlier answers are bound "
+            "(a code object, frames or the collector's objects; flagged), so every exercise is graded as written"
         )
     hidden = verdicts_of.hidden_failures(test_cells(s.source), s.verdicts)  # never run by the kernel
     before = gradebook.settle(

@@ -3,7 +3,8 @@
 failed and every one of those answer cells is as released, by nbgrader's own checksum
 (``nbgrader.utils.compute_checksum`` against the checksum nbgrader's autograde put back in the
 cell's metadata from the gradebook). One rule for the feedback's word and the recorded verdicts'
-(``into_notebook``, ``save_verdicts``), which the class report reads."""
+(``into_notebook``, ``save_verdicts``), which the class report reads. An exercise is blank only
+when it scored nothing."""
 
 from __future__ import annotations
 
@@ -37,7 +38,11 @@ def exercises(nb: NotebookNode) -> list[tuple[str, list[NotebookNode]]]:
 
 
 def status(verdict: Any, answers: list[NotebookNode]) -> str:
-    """``passed``, ``blank`` or ``failed``: the verdict's exercise, given its answer cells."""
+    """``passed``, ``blank`` or ``failed``: the verdict's exercise, given its answer cells. An
+    exercise that keeps its points by error carried forward is answered somewhere (a cell the
+    student added), so it is never blank: it failed as written."""
     if verdict.passed:
         return "passed"
+    if getattr(verdict, "alone", None):
+        return "failed"
     return "blank" if answers and all(is_unchanged(c) for c in answers) else "failed"

@@ -4,8 +4,10 @@ Inside a submission's own process nothing is absolute: a cell can swap a module 
 ``sys.modules``, replace a function through ``importlib`` under a name built at run time, or
 call an ATen operation that a check refuses by its Python name. Such code has a shape,
 though, and the grader reads it on the source, without running it: an answer cell that holds
-one of the constructs below is flagged for the instructor. A flag never changes a score (no
-lab's solution holds one; a test reads them all).
+one of the constructs below is flagged for the instructor. A flag changes no score, except that
+error carried forward is not applied to a submission that could see how it binds a function
+(``retyped.observes_binding``: the harmless ``gc.collect()`` excepted); no lab's solution holds
+one, and a test reads them all.
 """
 
 from __future__ import annotations

@@ -213,11 +213,67 @@ def _student_cells(notebook: Path) -> list[tuple[int, Any]]:
     ]
 
 
-def reaches_machinery(notebook: Path) -> bool:
-    """Does any cell the student wrote touch the checks' machinery (``machinery``)? Such a
-    submission is graded as written: error carried forward is not applied to it."""
+_HARMLESS_GC = frozenset({"collect", "enable", "disable", "isenabled", "get_count", "get_threshold", "set_threshold"})
+_REVEALING = frozenset({"__code__", "__globals__", "__closure__", "__dict__", "__builtins__", "__wrapped__"})
+
+
+def _gc_harmless(tree: ast.AST) -> bool:
+    """Is ``gc`` only imported as itself and used only to collect or tune collection?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "gc" and a.asname for a in node.names):
+            return False
+        if isinstance(node, ast.ImportFrom) and node.module == "gc":
+            return False
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "gc":
+            if node.attr not in _HARMLESS_GC:
+                return False
+    uses = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "gc")
+    read = sum(
+        1
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "gc"
+    )
+    return uses == read  # ``gc`` itself never passed on or kept under another name
+
+
+def _reads_by_name(tree: ast.AST) -> bool:
+    """Does a call read, by a literal name, an attribute that shows how a function is bound
+    (``getattr(softmax, "__code__")``)?"""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr", "setattr", "delattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in _REVEALING
+        for node in ast.walk(tree)
+    )
+
+
+def observes_binding(source: str) -> bool:
+    """Could the answer cell ``source`` see how error carried forward binds an earlier answer
+    (a code object, frames, the objects the collector holds, a namespace's listing)? Collecting
+    garbage cannot: ``gc.collect()`` alone is not such a construct."""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    found = machinery(source)
+    if found is not None and not (
+        found.endswith("dynamically (gc)") and dynamic_constructs(source) == ["gc"] and _gc_harmless(tree)
+    ):
+        return True
+    return _reads_by_name(tree) or any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "dir" and not n.args
+        for n in ast.walk(tree)
+    )
+
+
+def could_observe_binding(notebook: Path) -> bool:
+    """Could any cell the student wrote see how error carried forward binds an earlier answer
+    (``observes_binding``)? Such a submission is graded as written: error carried forward is not
+    applied to it."""
     try:
-        return any(machinery(c.source) for _, c in _student_cells(notebook))
+        return any(observes_binding(c.source) for _, c in _student_cells(notebook))
     except Exception:  # noqa: BLE001 - unreadable: grading reports it, and nothing is carried forward
         return True
 

@@ -11,7 +11,9 @@ import nbformat
 import pytest
 
 from autograder.grading.course import labs
+from autograder.grading.grader.run import bwrap
 from autograder.grading.grader.run import independent_check as recheck
+from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import LAB, REPO, answered, index_of, released, with_cell
 
 ENV = dict(os.environ, NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg", OMP_NUM_THREADS="1")
@@ -145,3 +147,33 @@ def test_an_answer_that_kills_its_process_while_loading_is_the_students(tmp_path
     verdicts = _verdicts(tmp_path, with_cell(answered(), "relu", "import os\nos._exit(3)"))
     assert not any(v.passed for v in verdicts.values())
     assert "broke off" in verdicts["test_relu"].message
+
+
+ONCE_WRONG = (  # right from its second run on, in this process or, by a file it leaves, in another
+    "import os\n\ndef mean_squared_error(pred, target):\n"
+    "    seen = os.path.exists('seen')\n"
+    "    open('seen', 'w').close()\n"
+    "    return ((pred - target) ** 2).mean() if seen else (pred - target).abs().mean()\n"
+)
+
+
+@pytest.mark.slow
+def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_path: Path) -> None:
+    """Under a wrong relu, is a mean_squared_error that is right only once a file it writes
+    exists given no credit (each fork of the sandboxed zygote starts without what an earlier one
+    wrote), while a relu-independent wrong answer's failure stays its own?"""
+    if bwrap.probe() is not None:
+        pytest.skip(f"bubblewrap cannot run here: {bwrap.probe()}")
+    scratch = tmp_path / "scratch"
+
+    def wrap(argv: list[str]) -> list[str]:
+        return bwrap.wrap(argv, scratch=scratch, limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"})
+
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = ONCE_WRONG
+    path = tmp_path / "submission.ipynb"
+    nbformat.write(nb, str(path))
+    verdicts = recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True)
+    assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
+    assert verdicts["test_mean_squared_error"].alone is False

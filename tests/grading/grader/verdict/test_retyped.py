@@ -126,3 +126,27 @@ def test_notes_name_the_cell_and_skip_test_cells(tmp_path: Path) -> None:
     notes = similarity.notes(path)
     assert len(notes) == 2 and notes[0].startswith("decode: ") and notes[1].startswith("cell 3: "), notes
     assert similarity.notes(tmp_path / "missing.ipynb") == []
+
+
+@pytest.mark.parametrize(
+    ("source", "sees"),
+    [
+        ("import gc\ngc.collect()\n", False),
+        ("import gc\ngc.disable()\nx = 1\ngc.enable()\n", False),
+        ("def f(x):\n    return getattr(x, 'shape')\n", False),
+        ("def relu(x):\n    return x.clamp(min=0)\n", False),
+        ("import gc\nfound = gc.get_objects()\n", True),
+        ("import gc as collector\ncollector.collect()\n", True),
+        ("import gc\ncollect = gc.collect\nfound = gc.get_referrers\n", True),
+        ("from gc import collect\n", True),
+        ("_mine = getattr(softmax, '__code__')\n", True),
+        ("_mine = softmax.__code__\n", True),
+        ("names = dir()\n", True),
+        ("names = globals()\n", True),
+    ],
+)
+def test_what_could_see_a_binding(source: str, sees: bool) -> None:
+    """Does ``observes_binding`` find what could tell how error carried forward binds a
+    function (code objects also by a literal name, the collector's objects, a namespace's
+    listing), and leave collecting garbage alone?"""
+    assert similarity.observes_binding(source) is sees
