@@ -157,23 +157,53 @@ ONCE_WRONG = (  # right from its second run on, in this process or, by a file it
 )
 
 
+def _sandboxed(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str, recheck.Verdict]:
+    """The verdicts with error carried forward, the children in the sandbox as grading runs them."""
+    problem = bwrap.probe()
+    if problem is not None:
+        pytest.skip(f"bubblewrap cannot run here: {problem}")
+    path, scratch = tmp_path / "submission.ipynb", tmp_path / "scratch"
+    nbformat.write(nb, str(path))
+
+    def wrap(argv: list[str]) -> list[str]:
+        return bwrap.wrap(argv, scratch=scratch, limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"})
+
+    return recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True, **kwargs)
+
+
 @pytest.mark.slow
 def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_path: Path) -> None:
     """Under a wrong relu, is a mean_squared_error that is right only once a file it writes
     exists given no credit (each fork of the sandboxed zygote starts without what an earlier one
     wrote), while a relu-independent wrong answer's failure stays its own?"""
-    if bwrap.probe() is not None:
-        pytest.skip(f"bubblewrap cannot run here: {bwrap.probe()}")
-    scratch = tmp_path / "scratch"
-
-    def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(argv, scratch=scratch, limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"})
-
     nb = released()
     nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
     nb.cells[index_of(nb, "mean_squared_error")].source = ONCE_WRONG
-    path = tmp_path / "submission.ipynb"
-    nbformat.write(nb, str(path))
-    verdicts = recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True)
+    verdicts = _sandboxed(tmp_path, nb)
+    assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
+    assert verdicts["test_mean_squared_error"].alone is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "os.kill(os.getppid(), 9)",  # the zygote it was forked from
+        "os._exit = lambda status: None",  # so that it would outlive its check
+        "os.write(1, b'junk'); [os.write(fd, b'\\x00\\x00\\x00\\x05hello') for fd in range(3, 12) if fd != 1]",
+    ],
+)
+def test_a_fork_that_attacks_its_zygote_gets_nothing_and_breaks_nothing(tmp_path: Path, attack: str) -> None:
+    """Under a wrong relu, does a mean_squared_error whose call attacks the carried-forward
+    machinery (kills the zygote, keeps its fork alive, writes on the pipes) get no credit, while
+    the grader goes on and every verdict as written stands?"""
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = (
+        "import os\n\ndef mean_squared_error(pred, target):\n"
+        f"    try:\n        {attack}\n    except OSError:\n        pass\n"
+        "    return (pred - target).abs().mean()\n"
+    )
+    verdicts = _sandboxed(tmp_path, nb, call_timeout=20)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
     assert verdicts["test_mean_squared_error"].alone is False
