@@ -111,19 +111,13 @@ class Connection:
     ) -> tuple[Any, dict[str, torch.Tensor]]:
         """JSON and tensors for ``value``; tensors that require grad are appended to ``leaves``,
         and ``sources`` maps each tensor's key to the tensor that was sent."""
-        encoder = wire.Encoder(lambda obj: self._handle_out(obj, encoder))
+        encoder = wire.Encoder(self._handle_out)  # no closure over the encoder: no cycle holds its tensors
         if sources is not None:
             encoder.sources = sources
+        document = encoder(value)
         if leaves is not None:
-            plain_tensor = encoder.tensor
-
-            def tensor(t: torch.Tensor) -> dict:
-                if t.requires_grad:
-                    leaves.append(t)
-                return plain_tensor(t)
-
-            encoder.tensor = tensor  # type: ignore[method-assign]
-        return encoder(value), encoder.tensors
+            leaves.extend(t for t in encoder.sources.values() if t.requires_grad)
+        return document, encoder.tensors
 
     def _handle_in(self, node: dict, decoder: wire.Decoder) -> Any:
         if "$own" in node:
@@ -165,10 +159,7 @@ class Connection:
         """The value of ``node``; on the trusting side, tensors sent with requires_grad get it
         back and are appended to ``leaves``."""
         found = [] if leaves is None else leaves
-        decoder = wire.Decoder(
-            tensors, lambda n: self._handle_in(n, decoder), lambda n, t: self._tensor_in(n, t, found)
-        )
-        return decoder(node)
+        return wire.Decoder(tensors, self._handle_in, lambda n, t: self._tensor_in(n, t, found))(node)
 
     # ------------------------------------------------------------------ requests
 
