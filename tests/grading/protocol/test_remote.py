@@ -116,6 +116,23 @@ def test_a_state_dict_handed_to_the_child_stays_the_graders(pair) -> None:
     assert all(torch.equal(reference.state_dict()[k], v) for k, v in before.items())
 
 
+def test_a_parameter_at_the_address_of_a_freed_one_is_read_as_itself(pair) -> None:
+    """When the grader sends a new Parameter that took the address (id) of one it sent before and
+    has freed since, does the child read the new one's values, not the old one's kept there?"""
+    import gc
+
+    total = _handle(pair, lambda p: float(p.sum()))
+    first = torch.nn.Parameter(torch.ones(4))
+    assert total(first) == 4.0
+    address, tried = id(first), []
+    del first
+    gc.collect()
+    while len(tried) < 100 and (not tried or id(tried[-1]) != address):
+        tried.append(torch.nn.Parameter(torch.full((4,), 2.0)))  # kept, so that each try is a new address
+    assert id(tried[-1]) == address, "no new Parameter took the freed one's address"
+    assert total(tried[-1]) == 8.0
+
+
 def test_the_parameters_kept_for_a_child_are_bounded(pair) -> None:
     """Does a child that sends parameter after parameter fail its call once the grader has kept
     MAX_PARAMS bytes of them, instead of growing the grader without end?"""
@@ -245,3 +262,5 @@ def test_callbacks_with_parameters_leave_the_grader_within_its_bound() -> None:
     in_flight = 3 * 64 * 2**20  # one message: its bytes as read, its tensor, and slack
     assert found["peak"] < bounds.MAX_PARAMS + in_flight, f"the grader grew by {found['peak'] / 2**30:.2f} GiB"
     assert found["after"] < bounds.MAX_PARAMS + 64 * 2**20, f"it still holds {found['after'] / 2**30:.2f} GiB"
+    # each a new Parameter: the grader keeps MAX_PARAMS of them (4), then refuses each call past it
+    assert found["said"] == [2**24] * 4 + ["WireError"] * 36, found["said"]
