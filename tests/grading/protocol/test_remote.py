@@ -259,7 +259,7 @@ def test_callbacks_with_parameters_leave_the_grader_within_its_bound() -> None:
     assert control["said"] == [2**14] * 40  # every call answered
     assert control["peak"] < 64 * 2**20, f"the control grew the grader by {control['peak'] / 2**20:.0f} MiB"
     found = _grader_grows(40, 64)
-    in_flight = 3 * 64 * 2**20  # one message: its bytes as read, its tensor, and slack
+    in_flight = 3 * 64 * 2**20  # one message: its bytes as read and joined, then its tensor; and slack
     assert found["peak"] < bounds.MAX_PARAMS + in_flight, f"the grader grew by {found['peak'] / 2**30:.2f} GiB"
     assert found["after"] < bounds.MAX_PARAMS + 64 * 2**20, f"it still holds {found['after'] / 2**30:.2f} GiB"
     # each a new Parameter: the grader keeps MAX_PARAMS of them (4), then refuses each call past it
