@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import importlib
 import types
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,8 +71,9 @@ class Connection:
         self.rfd, self.wfd, self.trusting, self.timeout = rfd, wfd, trusting, timeout
         self.exported: dict[int, Any] = {}
         self.proxies: dict[int, Any] = {}
-        self.params: dict[int, tuple[int, torch.Tensor]] = {}
+        self.params: dict[int, tuple[list[int], torch.Tensor]] = {}  # received: id -> (generation, version), tensor
         self.params_bytes = 0
+        self.sent_params: dict[int, tuple[weakref.ref, int]] = {}  # sent: id -> the parameter, its generation
         self.writable: set[int] = set()  # ids of the tensors whose in-place changes come back (writing_back)
         self.forbid: list[tuple[list[str], str]] = []
         self.broken: str | None = None  # why the conversation cannot go on
@@ -111,19 +113,23 @@ class Connection:
     ) -> tuple[Any, dict[str, torch.Tensor]]:
         """JSON and tensors for ``value``; tensors that require grad are appended to ``leaves``,
         and ``sources`` maps each tensor's key to the tensor that was sent."""
-        encoder = wire.Encoder(lambda obj: self._handle_out(obj, encoder))
+        encoder = wire.Encoder(self._handle_out, self._identify)  # no closure over the encoder: no cycle holds it
         if sources is not None:
             encoder.sources = sources
+        document = encoder(value)
         if leaves is not None:
-            plain_tensor = encoder.tensor
+            leaves.extend(t for t in encoder.sources.values() if t.requires_grad)
+        return document, encoder.tensors
 
-            def tensor(t: torch.Tensor) -> dict:
-                if t.requires_grad:
-                    leaves.append(t)
-                return plain_tensor(t)
-
-            encoder.tensor = tensor  # type: ignore[method-assign]
-        return encoder(value), encoder.tensors
+    def _identify(self, t: torch.Tensor) -> list[int]:
+        """Which parameter ``t`` is, for the peer that keeps it: its id, and how many parameters
+        sent before it had that id and were freed since (the peer would otherwise read a new
+        parameter at a freed one's address as the old one, with the old values)."""
+        sent = self.sent_params.get(id(t))
+        if sent is None or sent[0]() is not t:
+            sent = (weakref.ref(t), 0 if sent is None else sent[1] + 1)
+            self.sent_params[id(t)] = sent
+        return [id(t), sent[1]]
 
     def _handle_in(self, node: dict, decoder: wire.Decoder) -> Any:
         if "$own" in node:
@@ -150,25 +156,22 @@ class Connection:
             t.requires_grad_()
             leaves.append(t)
         param = node.get("param")
-        if isinstance(param, list) and len(param) == 2:  # one Parameter read twice is one tensor here
-            seen = self.params.get(param[0])
-            if seen is not None and seen[0] == param[1]:
+        if isinstance(param, list) and len(param) == 3 and all(type(v) is int for v in param):
+            seen = self.params.get(param[0])  # one Parameter read twice is one tensor here
+            if seen is not None and seen[0] == param[1:]:
                 return seen[1]
             if not self.trusting:
                 self.params_bytes += t.nelement() * t.element_size()
                 if self.params_bytes > MAX_PARAMS:
                     raise wire.WireError(f"over {MAX_PARAMS // 2**20} MiB of parameters sent over one connection")
-            self.params[param[0]] = (param[1], t)
+            self.params[param[0]] = (param[1:], t)
         return t
 
     def decode(self, node: Any, tensors: dict[str, torch.Tensor], leaves: list | None = None) -> Any:
         """The value of ``node``; on the trusting side, tensors sent with requires_grad get it
         back and are appended to ``leaves``."""
         found = [] if leaves is None else leaves
-        decoder = wire.Decoder(
-            tensors, lambda n: self._handle_in(n, decoder), lambda n, t: self._tensor_in(n, t, found)
-        )
-        return decoder(node)
+        return wire.Decoder(tensors, self._handle_in, lambda n, t: self._tensor_in(n, t, found))(node)
 
     # ------------------------------------------------------------------ requests
 
@@ -183,6 +186,7 @@ class Connection:
                 if "op" not in message:
                     return message, blobs
                 self.serve(message, blobs)
+                del message, blobs  # not held while the next message is read
         except (wire.WireError, TimeoutError) as err:
             self.broken = f"{type(err).__name__}: {err}"
             raise

@@ -47,10 +47,16 @@ def _dtype(name: Any) -> torch.dtype:
 
 
 class Encoder:
-    """Turns a value into JSON plus tensors; ``handle(obj)`` gives the JSON of anything else."""
+    """Turns a value into JSON plus tensors; ``handle(obj, encoder)`` gives the JSON of anything
+    else. The encoder is passed, never kept by ``handle``: an encoder that a closure of its own
+    held would be a reference cycle, and its tensors (copies of all it sent) would stay in memory
+    until the cyclic garbage collector happened to run."""
 
-    def __init__(self, handle: Callable[[Any], dict]) -> None:
+    def __init__(
+        self, handle: Callable[[Any, Encoder], dict], identify: Callable[[torch.Tensor], list[int]] | None = None
+    ) -> None:
         self.handle = handle
+        self.identify = identify or (lambda t: [id(t), 0])  # which parameter: see Connection._identify
         self.tensors: dict[str, torch.Tensor] = {}
         self.sources: dict[str, torch.Tensor] = {}  # key -> the tensor that was sent
 
@@ -60,7 +66,7 @@ class Encoder:
         self.sources[key] = t
         out: dict[str, Any] = {"$tensor": key, "grad": bool(t.requires_grad)}
         if isinstance(t, torch.nn.Parameter):  # so that `a is b` holds for one parameter seen twice
-            out["param"] = [id(t), int(t._version)]
+            out["param"] = [*self.identify(t), int(t._version)]
         return out
 
     def __call__(self, value: Any) -> Any:
@@ -82,16 +88,17 @@ class Encoder:
             return [self(v) for v in value]
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
             return {"$dict": {k: self(v) for k, v in value.items()}}
-        return self.handle(value)
+        return self.handle(value, self)
 
 
 class Decoder:
-    """Turns JSON plus tensors back into values; ``handle(node)`` resolves ``$ref``/``$own`` nodes."""
+    """Turns JSON plus tensors back into values; ``handle(node, decoder)`` resolves ``$ref``/``$own``
+    nodes (the decoder passed, never kept: see ``Encoder``)."""
 
     def __init__(
         self,
         tensors: dict[str, torch.Tensor],
-        handle: Callable[[dict], Any],
+        handle: Callable[[dict, Decoder], Any],
         tensor_hook: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
     ) -> None:
         self.tensors, self.handle, self.tensor_hook = tensors, handle, tensor_hook
@@ -121,7 +128,7 @@ class Decoder:
             return tuple(self(v) for v in node["$tuple"])
         if "$dict" in node:
             return {str(k): self(v) for k, v in node["$dict"].items()}
-        return self.handle(node)
+        return self.handle(node, self)
 
 
 def pack(document: dict, tensors: dict[str, torch.Tensor]) -> bytes:

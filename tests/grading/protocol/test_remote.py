@@ -116,6 +116,23 @@ def test_a_state_dict_handed_to_the_child_stays_the_graders(pair) -> None:
     assert all(torch.equal(reference.state_dict()[k], v) for k, v in before.items())
 
 
+def test_a_parameter_at_the_address_of_a_freed_one_is_read_as_itself(pair) -> None:
+    """When the grader sends a new Parameter that took the address (id) of one it sent before and
+    has freed since, does the child read the new one's values, not the old one's kept there?"""
+    import gc
+
+    total = _handle(pair, lambda p: float(p.sum()))
+    first = torch.nn.Parameter(torch.ones(4))
+    assert total(first) == 4.0
+    address, tried = id(first), []
+    del first
+    gc.collect()
+    while len(tried) < 100 and (not tried or id(tried[-1]) != address):
+        tried.append(torch.nn.Parameter(torch.full((4,), 2.0)))  # kept, so that each try is a new address
+    assert id(tried[-1]) == address, "no new Parameter took the freed one's address"
+    assert total(tried[-1]) == 8.0
+
+
 def test_the_parameters_kept_for_a_child_are_bounded(pair) -> None:
     """Does a child that sends parameter after parameter fail its call once the grader has kept
     MAX_PARAMS bytes of them, instead of growing the grader without end?"""
@@ -183,3 +200,67 @@ def test_the_child_gets_only_what_the_grader_exported(pair) -> None:
     found = _handle(pair, probe)(secret)
     assert found == {"value": 3, "_token": "AttributeError", "os": "TypeError", "klass": "TypeError", "__dict__": False}
     assert all(v is secret for v in grader.exported.values())
+
+
+# A grader of its own for the memory test: its RSS is what is measured, and its child (the
+# check's real child process, unsandboxed: the "submission" is this test's own code) calls back
+# the grader's function CALLS times, each time with a new Parameter of MIB MiB.
+GRADER = """
+import json, sys
+from autograder.grading.grader.run.independent_check import SandboxedChild
+
+def rss(field):
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field))
+
+calls, mib = int(sys.argv[1]), float(sys.argv[2])
+answer = '''
+import torch
+def attack(layer):
+    said = []
+    for _ in range(%d):
+        try:
+            said.append(layer(torch.nn.Parameter(torch.zeros(%d))))
+        except Exception as err:
+            said.append(type(err).__name__)
+    return said
+''' % (calls, int(mib * 2**18))
+child = SandboxedChild(lambda argv: argv, None, 300)
+child.hello()
+child.request({"op": "load", "cells": [answer], "limit": 300})
+attack = child.request({"op": "global", "name": "attack"})
+before = rss("VmRSS:")
+said = attack(lambda p: int(p.shape[0]))
+print(json.dumps({"peak": rss("VmHWM:") - before, "after": rss("VmRSS:") - before, "said": said}))
+child.close()
+"""
+
+
+def _grader_grows(calls: int, mib: float) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", GRADER, str(calls), str(mib)], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_callbacks_with_parameters_leave_the_grader_within_its_bound() -> None:
+    """Do 40 callbacks, each with a new 64 MiB Parameter, raise the grader's RSS (measured in
+    its own process) by no more than the parameters it may keep (MAX_PARAMS) and one message in
+    flight, where 40 callbacks with 64 KiB Parameters (the control) raise it by a few MiB?"""
+    from autograder.grading.protocol import bounds
+
+    control = _grader_grows(40, 1 / 16)
+    assert control["said"] == [2**14] * 40  # every call answered
+    assert control["peak"] < 64 * 2**20, f"the control grew the grader by {control['peak'] / 2**20:.0f} MiB"
+    found = _grader_grows(40, 64)
+    in_flight = 3 * 64 * 2**20  # one message: its bytes as read and joined, then its tensor; and slack
+    assert found["peak"] < bounds.MAX_PARAMS + in_flight, f"the grader grew by {found['peak'] / 2**30:.2f} GiB"
+    assert found["after"] < bounds.MAX_PARAMS + 64 * 2**20, f"it still holds {found['after'] / 2**30:.2f} GiB"
+    # each a new Parameter: the grader keeps MAX_PARAMS of them (4), then refuses each call past it
+    assert found["said"] == [2**24] * 4 + ["WireError"] * 36, found["said"]

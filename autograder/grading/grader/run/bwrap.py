@@ -10,6 +10,8 @@ of what a sandboxed process printed, read from a pipe the caller owns.
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -70,11 +72,30 @@ HANDSHAKE = """
 import os, sys, time
 mark = os.path.join(sys.argv[1], "mark")
 open(mark, "w").write("written in the sandbox")
-for _ in range(200):
-    if not os.path.exists(mark):
-        break
+print("mark written", flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while os.path.exists(mark) and time.monotonic() < end:
     time.sleep(0.05)
 """
+# for the sandbox to start and write its mark: a loaded 2-core machine took 2-19 s, and a working
+# machine must not be refused for being slow; a broken one is named as soon as the sandbox answers
+HANDSHAKE_SECONDS = 120.0
+
+
+def _answer(process: subprocess.Popen, deadline: float) -> bytes | None:
+    """What the sandbox printed, up to the line saying it wrote its mark or its end; None when
+    it did neither by ``deadline`` (no answer yet, which says nothing of the shared folder)."""
+    assert process.stderr is not None
+    fd, said = process.stderr.fileno(), b""
+    while b"mark written" not in said:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return said
+        said += chunk
+    return said
 
 
 def _shared_folder_problem(package: Path | None) -> str | None:
@@ -85,27 +106,44 @@ def _shared_folder_problem(package: Path | None) -> str | None:
         shared = Path(tmp) / "shared"
         shared.mkdir()
         argv = wrap(
-            [boot.python(), "-I", "-c", HANDSHAKE, str(shared)],
+            [boot.python(), "-I", "-c", HANDSHAKE, str(shared), str(HANDSHAKE_SECONDS)],
             scratch=Path(tmp) / "scratch",
             rw=[shared],
             limits=Limits(),
             package=package,
         )
-        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd="/")
-        seen = ""
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                seen = (shared / "mark").read_text()
-                (shared / "mark").unlink()
-                break
-            time.sleep(0.05)
-        _, stderr = process.communicate(timeout=60)
-    if seen == "written in the sandbox":
-        return None
+        said: bytes | None = None
+        with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/") as process:
+            try:
+                said = _answer(process, time.monotonic() + HANDSHAKE_SECONDS)
+                seen = ""
+                if said is not None and b"mark written" in said:
+                    # the launcher passes the sandbox's output on only once it has linked the shared
+                    # folder: the mark is there now, and a read that fails will not succeed later
+                    with contextlib.suppress(OSError):
+                        seen = (shared / "mark").read_text()
+                        (shared / "mark").unlink()
+                if seen == "written in the sandbox":
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=HANDSHAKE_SECONDS)  # it ends once it sees its mark gone
+                    return None
+            finally:
+                if process.poll() is None:
+                    process.kill()
+            assert process.stderr is not None
+            stderr = ((said or b"") + process.stderr.read()).decode(errors="replace").replace("mark written", "")
+    stderr = stderr.strip()[-2000:] or "(nothing on its stderr)"
+    if said is None:
+        return (
+            f"the sandbox did not answer within {HANDSHAKE_SECONDS:g} s: it was started, but wrote nothing "
+            f"in its shared folder in that time (a machine too loaded to grade on?):\n    {stderr}"
+        )
+    if b"mark written" not in said:
+        return f"the sandbox ended before it wrote in its shared folder:\n    {stderr}"
     return (
         "the sandbox starts, but its shared folder (a size-bounded tmpfs that holds the kernel's "
         "sockets, reached by the grader through /proc/PID/root) cannot be read from here, so what "
-        f"a submission writes there could not be bounded at write time:\n    {stderr.strip()[-2000:]}\n"
+        f"a submission writes there could not be bounded at write time:\n    {stderr}\n"
         "Grading needs /proc mounted and the sandbox's processes readable by your user "
         "(ptrace rules such as kernel.yama.ptrace_scope=3 forbid it)."
     )
