@@ -138,7 +138,7 @@ def similar_answers() -> dict[str, nbformat.NotebookNode]:
     with_cell(
         added,
         "mean_squared_error",
-        "def mean_squared_error(pred, target):\n" + MSE_RENAMED,
+        "def mean_squared_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:\n" + MSE_RENAMED,
     )
     return {
         "alike_a": _answered(RELU_A, MSE_A),

@@ -146,8 +146,9 @@ def fingerprints(tokens: list[str]) -> set[int]:
     return {int(h) for h in selected}
 
 
-def similarity(a: set[int], b: set[int]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
+def containment(a: set[int], b: set[int]) -> float:
+    """The share of the smaller set found in the other (what flags a pair), 0 when either is empty."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
 def _candidates(prints: dict[str, set[int]]) -> set[tuple[str, str]]:
@@ -226,5 +227,7 @@ def matches(pairs: Iterable[Pair]) -> list[Match]:
     per: defaultdict[tuple[str, str], list[Pair]] = defaultdict(list)
     for p in pairs:
         per[(p.first, p.second)].append(p)
-    found = [Match(students, tuple(found)) for students, found in per.items()]
-    return sorted(found, key=lambda m: (-len(m.exercises), -max(p.contained for p in m.pairs), m.students))
+    return sorted(
+        (Match(students, tuple(alike)) for students, alike in per.items()),
+        key=lambda m: (-len(m.exercises), -max(p.contained for p in m.pairs), m.students),
+    )
