@@ -20,7 +20,8 @@ Student code is parsed here (``ast``), never run; IPython's ``%`` and ``!`` line
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Sequence, Set
+from collections.abc import Iterable, Sequence, Set
+from dataclasses import dataclass
 
 _MAX_SOURCE = 1_000_000  # characters of one cell parsed at most (a bigger cell binds nothing here)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -73,42 +74,53 @@ def defined(source: str) -> set[str]:
     return {name for s in statements for name in _bound_by(s)}
 
 
+@dataclass(frozen=True)
+class Binding:
+    """A top-level statement that binds a name: where it is and the names it reads (kept instead
+    of its syntax tree, which takes many times the source's memory)."""
+
+    position: int  # the cell's position among the student's cells
+    first: int  # its first line in the cell (a decorator's, if any), 1-based
+    last: int
+    uses: frozenset[str]
+
+
+def _binding(position: int, statement: ast.stmt) -> Binding:
+    decorators = [d.lineno for d in getattr(statement, "decorator_list", [])]
+    end = statement.end_lineno or statement.lineno
+    return Binding(position, min([statement.lineno, *decorators]), end, frozenset(_used_by(statement)))
+
+
 class Written:
     """The cells a student wrote, in the notebook's order, each parsed once."""
 
     def __init__(self, cells: Iterable[Cell]) -> None:
         self.cells = list(cells)
-        # name -> (cell's position, statement) of its last top-level binding
-        self.last: dict[str, tuple[int, ast.stmt]] = {}
+        self.last: dict[str, Binding] = {}  # name -> its last top-level binding
         for position, (_, source) in enumerate(self.cells):
             tree = _parse(source)
             for statement in tree.body if tree else ():
-                for name in _bound_by(statement):
-                    self.last[name] = (position, statement)
+                binding = _binding(position, statement)
+                self.last.update(dict.fromkeys(_bound_by(statement), binding))
 
-    def _reached(self, names: set[str], others: Set[str]) -> Iterator[tuple[int, ast.stmt]]:
+    def _reached(self, names: set[str], others: Set[str]) -> set[Binding]:
         """The last bindings of ``names`` and of the names they use, followed, ``others`` left out."""
-        seen: set[int] = set()
+        reached: set[Binding] = set()
         todo = sorted(names)
         while todo:
-            name = todo.pop()
-            if name not in self.last or id(self.last[name][1]) in seen:
-                continue
-            position, statement = self.last[name]
-            seen.add(id(statement))
-            yield position, statement
-            todo += sorted(_used_by(statement) - others - names)
+            binding = self.last.get(todo.pop())
+            if binding is not None and binding not in reached:
+                reached.add(binding)
+                todo += sorted(binding.uses - others - names)
+        return reached
 
     def answer(self, answer_cells: Sequence[str], names: set[str], others: Set[str] = frozenset()) -> str:
         """The code compared for an exercise of the names ``names`` whose answer cells (grade ids)
         are ``answer_cells``; ``others``: the other exercises' names, never followed."""
-        reached = sorted(self._reached(names, others), key=lambda p: (p[0], p[1].lineno))
         unbound = not names or not names <= self.last.keys()  # then the answer cells count as written
         whole = [i for i, (grade_id, _) in enumerate(self.cells) if unbound and grade_id in answer_cells]
         parts = [self.cells[i][1] for i in whole]
-        for position, statement in reached:
-            if position not in whole:
-                lines = self.cells[position][1].split("\n")
-                first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-                parts.append("\n".join(lines[first - 1 : statement.end_lineno]))
+        for b in sorted(self._reached(names, others), key=lambda b: (b.position, b.first)):
+            if b.position not in whole:
+                parts.append("\n".join(self.cells[b.position][1].split("\n")[b.first - 1 : b.last]))
         return "\n".join(parts)

@@ -293,7 +293,7 @@ def _class_of_20(root: Path) -> dict[str, str]:
     return answers
 
 
-def test_the_standard_answer_typed_by_many_never_makes_a_group(tmp_path):
+def test_the_standard_answer_typed_by_many_never_makes_a_pair(tmp_path):
     """In a class of 20 where 15 typed the reference answer on their own and two share an unusual answer
     with renamed variables, is there exactly one pair, the two? (Without the stub's and the reference's
     fingerprints taken out and M, those who typed the reference are paired.)"""

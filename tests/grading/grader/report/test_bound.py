@@ -45,7 +45,7 @@ def test_bindings_inside_blocks_count_and_decorators_come_with_the_definition():
     """Is a definition under `if`/`try` at top level, or a decorated one, bound as a run binds it,
     while a name local to a function is not?"""
     guarded = "try:\n    import numpy\nexcept ImportError:\n    pass\nif True:\n    def relu(x):\n        return x\n"
-    assert bound.Written([(None, guarded)]).last["relu"][0] == 0
+    assert bound.Written([(None, guarded)]).last["relu"].first == 5  # the whole `if` block
     decorated = "@torch.no_grad()\ndef relu(x):\n    return x.clamp_min(0)"
     assert bound.Written([("relu", STUB), (None, decorated)]).answer(["relu"], {"relu"}) == decorated
     local = "def other(y):\n    relu = y\n    return relu"

@@ -128,3 +128,18 @@ def test_an_unreadable_notebook_is_a_note_and_its_recorded_answers_stand(course,
         ("alike_a", "alike_renamed"),
         ("alike_a", "alike_helper"),
     }
+
+
+def test_a_hostile_notebook_costs_its_author_nothing_and_nobody_else_anything(course, tmp_path):
+    """Does a notebook with nesting no parser survives, a cell over the size parsed, and metadata that is
+    not a dict leave the report whole, the other pairs as they were?"""
+    root = tmp_path / "course"
+    shutil.copytree(course, root, ignore=shutil.ignore_patterns("reports", "again"))
+    nb = planted.similar_answers()["alike_honest"]
+    nb.cells.append(nbformat.v4.new_code_cell("x = " + "(" * 100_000 + ")" * 100_000))
+    nb.cells.append(nbformat.v4.new_code_cell("def relu(x):\n    return x\n" + "# pad\n" * 200_000))
+    nb.cells[-1].metadata["nbgrader"] = "not a dict"
+    nbformat.write(nb, str(root / "autograded" / "alike_honest" / LAB / f"{LAB}.ipynb"))
+    tally, pairs, notes = write_report(root, LAB)
+    assert notes == [] and len(tally.scores) == len(planted.similar_answers())
+    assert {(p.first, p.second, p.exercise) for p in pairs} == planted.ALIKE
