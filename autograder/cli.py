@@ -117,10 +117,10 @@ def _report(root: Path, args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             missing += 1
             continue
-        grouped = len(report.alike.groups(pairs))
+        alike = len(report.alike.matches(pairs))
         print(
-            f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {grouped} groups of similar "
-            f"answers: "
+            f"{lab}: {len(tally.scores)} students, {len(tally.mistakes)} mistakes, {alike} pairs of students with "
+            f"similar answers: "
             f"{(args.out or report.default_out(root)) / lab / 'index.html'}"
         )
         for note in notes:

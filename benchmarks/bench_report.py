@@ -4,7 +4,7 @@ The class is ``report.example``'s (verdicts.json files written once, each studen
 their own); the report is written from them ``--repeats`` times in one process and the median
 reported: reading every file and the release, the tally, the similar-answer search
 (fingerprints, the boilerplate and the code common to more than M answers left out, the
-prefix-filtered join, the groups), the two plots, both HTML pages and the CSV files. Grading is
+prefix-filtered join, the pairs of students), the two plots, both HTML pages and the CSV files. Grading is
 not timed here: the report only reads what grading recorded.
 
     python benchmarks/bench_report.py
@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> None:
         size = sum(p.stat().st_size for p in (root / "reports").rglob("*")) // 1024
         print(
             f"report: {statistics.median(times):.2f} s (median of {repeats}), {len(tally.mistakes)} mistakes, "
-            f"{len(similar.groups(pairs))} groups of similar answers ({len(pairs)} pairs), {size} KiB"
+            f"{len(similar.matches(pairs))} pairs of students with similar answers ({len(pairs)} answers alike), "
+            f"{size} KiB"
         )
 
 

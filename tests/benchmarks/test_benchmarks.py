@@ -60,7 +60,8 @@ PROMISES: dict[str, list[str]] = {
     ],
     "bench_report.py": [
         r"class of \d+ students on 02-self-attention: recorded verdicts, 4 exercises",
-        rf"report: {NUMBER} s \(median of \d+\), \d+ mistakes, \d+ groups of similar answers \(\d+ pairs\), \d+ KiB",
+        rf"report: {NUMBER} s \(median of \d+\), \d+ mistakes, "
+        r"\d+ pairs of students with similar answers \(\d+ answers alike\), \d+ KiB",
     ],
     "bench_decode.py": [
         r".*; tokens identical in every round",

@@ -1,8 +1,9 @@
-"""Similar submissions: groups of students whose answers to an exercise are nearly the same.
+"""Similar submissions: pairs of students whose answers to an exercise are nearly the same.
 
 A flag for the instructor to read the answers side by side; it never changes a point.
 
-Normalised code: the answer cells of the exercise, tokenised by Python's own ``tokenize``;
+Normalised code: the code that answers the exercise (``bound``: what a run of the notebook
+leaves bound to its names, wherever the student wrote it), tokenised by Python's own ``tokenize``;
 the lines the release's stub already gave (the ``def`` line, the docstring) dropped, and
 comments and whitespace with them; every name that is not an attribute (``x``, ``torch``,
 ``my_scores``) becomes one token ``N``, every string ``S``; keywords, operators, numbers and
@@ -20,17 +21,18 @@ each on their own (the standard answer, with the small variations of people typi
 no evidence that two of them worked together.
 
 Two answers are similar when, after that, they share at least ``MIN_SHARED`` fingerprints and
-those are at least ``THRESHOLD`` of either's (Jaccard: shared / either). Answers shorter than
+those are at least ``THRESHOLD`` of the smaller one's (containment: shared / the smaller's), so
+that an answer holding nearly all of another's is flagged whatever it adds (an unused helper, a
+line of its own); the Jaccard overlap (shared / either) is shown beside it. Answers shorter than
 ``MIN_TOKENS`` normalised tokens (K) are not compared: short correct answers converge
-(``return x @ W.T``), and a match between them says nothing. Students are then grouped: a
-group is a set of students connected by similar answers, on any exercise of the lab (a
-connected component), shown once however many pairs it holds.
+(``return x @ W.T``), and a match between them says nothing. The report shows who resembles
+whom: one ``Match`` per two students, with the exercises they answered alike; a student is never
+listed beside one whose answers theirs do not resemble (no chain through a third).
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import keyword
 import math
 import re
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 MIN_TOKENS = 30  # K: answers with fewer normalised tokens are not compared
 NOISE = 5  # k: tokens per fingerprinted k-gram (a match shorter than this is noise)
 WINDOW = 4  # w: winnowing window; every match of NOISE + WINDOW - 1 tokens is seen
-THRESHOLD = 0.8  # Jaccard overlap of two answers' fingerprints from which the pair is flagged
+THRESHOLD = 0.8  # share of the smaller answer's fingerprints found in the other from which the pair is flagged
 MAX_SHARED = 10  # M: a fingerprint in more than M answers of a class to one exercise is dropped (MOSS's -m)
 MIN_SHARED = 8  # fingerprints two answers must share beyond the boilerplate (winnowing keeps ~2/(w+1) k-grams)
 
@@ -62,12 +64,30 @@ _STRING_REST = {getattr(tokenize, "FSTRING_MIDDLE", -1), getattr(tokenize, "FSTR
 
 @dataclass(frozen=True)
 class Pair:
-    """Two students whose answers to one exercise are nearly the same."""
+    """Two students whose answers to one exercise are nearly the same, with the fingerprints
+    (the boilerplate taken out) of each and those they share."""
 
     exercise: str
     first: str
     second: str
-    similarity: float  # Jaccard overlap of the fingerprints, 0..1
+    shared: int
+    first_prints: int
+    second_prints: int
+
+    @property
+    def contained(self) -> float:
+        """The share of the smaller answer's fingerprints found in the other's, 0..1 (what is flagged)."""
+        return self.shared / min(self.first_prints, self.second_prints)
+
+    @property
+    def similarity(self) -> float:
+        """The Jaccard overlap of the two answers' fingerprints, 0..1."""
+        return self.shared / (self.first_prints + self.second_prints - self.shared)
+
+    @property
+    def inside(self) -> tuple[str, str]:
+        """(the student whose answer is the smaller, the other): the first's is inside the second's."""
+        return (self.first, self.second) if self.first_prints <= self.second_prints else (self.second, self.first)
 
 
 def _raw_tokens(source: str) -> list[tuple[int, int, str]]:
@@ -126,22 +146,28 @@ def fingerprints(tokens: list[str]) -> set[int]:
     return {int(h) for h in selected}
 
 
-def similarity(a: set[int], b: set[int]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
+def containment(a: set[int], b: set[int]) -> float:
+    """The share of the smaller set found in the other (what flags a pair), 0 when either is empty."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
 def _candidates(prints: dict[str, set[int]]) -> set[tuple[str, str]]:
     """The pairs that can reach THRESHOLD, by prefix filtering (a set-similarity join): with every
-    set sorted rarest fingerprint first, two sets of Jaccard >= t share one of the first
-    n - ceil(t n) + 1 of each, since they share at least t n of n; a class of 500 then costs
-    far fewer than its 124,750 comparisons, which the fingerprints common to all would need."""
+    set sorted rarest fingerprint first, a set A that shares t |A| of its n = |A| fingerprints with
+    another holds one of them in its first n - ceil(t n) + 1 (the rest are too few), so probing an
+    index of every fingerprint with those finds every pair, A the smaller; a class of 500 then
+    costs far fewer than its 124,750 comparisons, which the fingerprints common to all would need."""
     frequency = Counter(h for hashes in prints.values() for h in hashes)
     index: defaultdict[int, list[str]] = defaultdict(list)
     for student in sorted(prints):
-        ordered = sorted(prints[student], key=lambda h: (frequency[h], h))
-        for h in ordered[: len(ordered) - math.ceil(THRESHOLD * len(ordered)) + 1]:
+        for h in prints[student]:
             index[h].append(student)
-    return {pair for students in index.values() for pair in itertools.combinations(students, 2)}
+    found: set[tuple[str, str]] = set()
+    for student, hashes in prints.items():
+        ordered = sorted(hashes, key=lambda h: (frequency[h], h))
+        for h in ordered[: len(ordered) - math.ceil(THRESHOLD * len(ordered)) + 1]:
+            found.update((min(student, other), max(student, other)) for other in index[h] if other != student)
+    return found
 
 
 def boilerplate(sources: Iterable[str], given: Iterable[str] = ()) -> set[int]:
@@ -160,8 +186,8 @@ def similar_pairs(
 ) -> list[Pair]:
     """The pairs of students (``answers``: student -> the exercise's answer source) whose
     normalised answers of at least MIN_TOKENS tokens, the ``ignored`` fingerprints (``boilerplate``)
-    and those of more than ``max_shared`` answers taken out, share MIN_SHARED fingerprints and
-    overlap by THRESHOLD or more; most similar first."""
+    and those of more than ``max_shared`` answers taken out, share MIN_SHARED fingerprints, and
+    THRESHOLD or more of the smaller's; the most contained first, then the most similar."""
     given, ignored = list(given), set(ignored)
     tokens = {student: normalise(source, given) for student, source in sorted(answers.items())}
     every = {student: fingerprints(t) - ignored for student, t in tokens.items()}
@@ -172,45 +198,36 @@ def similar_pairs(
         if len(tokens[s]) >= MIN_TOKENS and len(kept := {h for h in hashes if common[h] <= max_shared}) >= MIN_SHARED
     }
     pairs = [
-        Pair(exercise, a, b, round(similarity(prints[a], prints[b]), 3))
+        Pair(exercise, a, b, len(prints[a] & prints[b]), len(prints[a]), len(prints[b]))
         for a, b in _candidates(prints)
         if len(prints[a] & prints[b]) >= MIN_SHARED
     ]
-    return sorted((p for p in pairs if p.similarity >= THRESHOLD), key=lambda p: (-p.similarity, p.first, p.second))
+    return sorted(
+        (p for p in pairs if p.contained >= THRESHOLD),
+        key=lambda p: (-p.contained, -p.similarity, p.first, p.second),
+    )
 
 
 @dataclass(frozen=True)
-class Group:
-    """Students connected by similar answers (a connected component of the pairs), with those pairs."""
+class Match:
+    """Two students whose answers to one or more exercises are alike, with those pairs (one per exercise)."""
 
-    students: tuple[str, ...]
+    students: tuple[str, str]
     pairs: tuple[Pair, ...]
 
     @property
     def exercises(self) -> tuple[str, ...]:
-        """The exercises on which some two of them answered alike, in the order first met."""
+        """The exercises on which the two answered alike, in the order first met."""
         return tuple(dict.fromkeys(p.exercise for p in self.pairs))
 
 
-def groups(pairs: Iterable[Pair]) -> list[Group]:
-    """The connected components of ``pairs`` (on any exercise): the largest group first, then the
-    most similar, then by student."""
-    pairs = list(pairs)
-    parent: dict[str, str] = {}
-
-    def root(student: str) -> str:
-        parent.setdefault(student, student)
-        while parent[student] != student:
-            parent[student] = parent[parent[student]]
-            student = parent[student]
-        return student
-
+def matches(pairs: Iterable[Pair]) -> list[Match]:
+    """``pairs`` gathered per two students (on any exercise): who resembles whom, and on what.
+    Most exercises alike first, then the most contained, then by students."""
+    per: defaultdict[tuple[str, str], list[Pair]] = defaultdict(list)
     for p in pairs:
-        parent[root(p.first)] = root(p.second)
-    members: defaultdict[str, list[str]] = defaultdict(list)
-    for student in sorted(parent):
-        members[root(student)].append(student)
-    found = [
-        Group(tuple(students), tuple(p for p in pairs if root(p.first) == top)) for top, students in members.items()
-    ]
-    return sorted(found, key=lambda g: (-len(g.students), -max(p.similarity for p in g.pairs), g.students))
+        per[(p.first, p.second)].append(p)
+    return sorted(
+        (Match(students, tuple(alike)) for students, alike in per.items()),
+        key=lambda m: (-len(m.exercises), -max(p.contained for p in m.pairs), m.students),
+    )

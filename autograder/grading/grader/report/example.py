@@ -69,7 +69,7 @@ PLAN: list[tuple[str, str, float, dict[str, float]]] = [
         },
     ),
 ]
-# (student, answer cell) -> the classmate's whose answer it copies, renamed: one group of similar answers
+# (student, answer cell) -> the classmate's whose answer it copies, renamed: one pair of similar answers
 COPIED = {("s0031", "scaled_dot_product_attention"): ("s0007", "scaled_dot_product_attention")}
 _CALLS = ["sum", "amax", "exp", "transpose", "masked_fill", "softmax", "matmul", "sqrt", "clamp_min", "movedim"]
 

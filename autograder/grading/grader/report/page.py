@@ -4,7 +4,7 @@ for teaching assistants or the class: no id anywhere, and no similar submissions
 
 The page opens with what an instructor came for, read in a minute: the class's size, median and
 spread, the three most common mistakes in words with their counts and the lecture section that
-teaches each, and how many groups of similar answers need a look. Wherever the page names a
+teaches each, and how many pairs of students with similar answers need a look. Wherever the page names a
 mistake, its words (``checks.mistakes.describe``) stand beside its id."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from html import escape
 from autograder.checks.failures import UNNAMED
 from autograder.checks.mistakes import describe
 from autograder.grading.grader.report import plots
-from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, groups
+from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, matches
 from autograder.grading.grader.report.lessons import lesson
 from autograder.grading.grader.report.tally import Tally
 
@@ -92,11 +92,11 @@ def _summary(t: Tally, pairs: list[Pair], ids: bool, compared: Compared) -> str:
             f'(<a href="#ranked">what to teach again</a>).</p>'
         )
     if ids:
-        found = groups(pairs)
+        found = matches(pairs)
         lines.append(
             "<p>Similar answers: "
             + (
-                f"<strong>{len(found)} group{'s' if len(found) != 1 else ''}</strong> of students to look at "
+                f"<strong>{len(found)} pair{'s' if len(found) != 1 else ''}</strong> of students to look at "
                 f'(<a href="#similar">below</a>).</p>'
                 if compared.release
                 else "not compared (the lab's release notebook was not found).</p>"
@@ -199,29 +199,40 @@ def _mistakes(t: Tally, ids: bool) -> str:
     )
 
 
+def _alike(p: Pair) -> str:
+    """How one pair's answers to one exercise resemble each other, in words."""
+    inner, outer = p.inside
+    return (
+        f"<code>{escape(p.exercise)}</code>: {_pct(p.contained)} of {escape(inner)}'s answer is in "
+        f"{escape(outer)}'s ({p.shared} of {min(p.first_prints, p.second_prints)} fingerprints; "
+        f"{escape(outer)}'s has {max(p.first_prints, p.second_prints)}, Jaccard {p.similarity:.2f})"
+    )
+
+
 def _similar(pairs: list[Pair], compared: Compared) -> str:
-    found = groups(pairs)
     rows = [
         [
             str(n),
-            f'<span class="ids">{escape(" ".join(g.students))}</span>',
-            ", ".join(f"<code>{escape(e)}</code>" for e in g.exercises),
-            f"{min(p.similarity for p in g.pairs):.2f} to {max(p.similarity for p in g.pairs):.2f}",
+            f'<span class="ids">{escape(" ".join(m.students))}</span>',
+            "<br>".join(_alike(p) for p in m.pairs),
         ]
-        for n, g in enumerate(found, 1)
+        for n, m in enumerate(matches(pairs), 1)
     ]
     how = (
-        "Groups of students connected by similar answers, on any exercise: two answers are similar when their "
-        "code, with comments, names, whitespace and the stub's own lines taken out, and with the code that says "
-        f"nothing removed (the fingerprints of the release's stub and of the reference solution, and any found "
-        f"in more than {compared.max_shared} answers of the class), shares at least {MIN_SHARED} fingerprints "
-        f"and {THRESHOLD:.0%} of either's (answers under {MIN_TOKENS} tokens are not compared). Read the "
-        "answers before you conclude anything: this is a flag, never a change of points."
+        "Who resembles whom: each row is two students and the exercises on which their answers are alike; "
+        "nobody is listed beside a student whose answers theirs do not resemble. An exercise's answer is the "
+        "code a run of the notebook leaves bound to its names, wherever the student wrote it (the answer cell "
+        "or a cell they added), with the helpers it uses. Two answers are similar when that code, with "
+        "comments, names, whitespace and the stub's own lines taken out, and with the code that says nothing "
+        "removed (the fingerprints of the release's stub and of the reference solution, and any found in more "
+        f"than {compared.max_shared} answers of the class), shares at least {MIN_SHARED} fingerprints and "
+        f"{THRESHOLD:.0%} of the smaller answer's, whatever the other adds (answers under {MIN_TOKENS} tokens "
+        "are not compared). Read the answers before you conclude anything: this is a flag, never a change of points."
     )
     if not compared.release:
         how = "Not compared: the lab's release notebook, which says which cells make up an exercise, was not found."
     return f'<h2 id="similar">Similar answers</h2><p>{how}</p>' + _table(
-        "Groups of similar answers", ["group", "students", "exercises", "similarity of their pairs"], rows, {0}
+        "Pairs of students with similar answers", ["pair", "students", "alike on"], rows, {0}
     )
 
 

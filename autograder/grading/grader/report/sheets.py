@@ -1,15 +1,24 @@
 """The recorded verdicts of a class, read for the report: one ``Sheet`` per student and lab.
 
 The grader writes ``autograded/STUDENT/LAB/verdicts.json`` (``grader/verdicts_json.py``, a
-versioned schema) after the independent check; the report is rebuilt from those files alone,
+versioned schema) after the independent check; the report is rebuilt from those files,
 without grading again. ``_read`` is the one place that reads a file, through that module's loader.
+
+Beside each, the autograded notebook (``LAB.ipynb``) gives the code cells the student wrote, in
+order: the answer cells and the cells they added (the course's own are restored by nbgrader),
+since an answer may stand in a cell of the student's own under the untouched stub (``bound``).
+It is read as data, never run. Where it is not there, the answer cells recorded in
+verdicts.json stand for it; where it cannot be read, a note says so and they stand for it too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import nbformat
+
+from autograder import notebook_cells
 from autograder.grading.grader.verdicts_json import FILENAME, VerdictsFileError, read_verdicts
 from autograder.grading.layout import CourseLayout
 
@@ -46,6 +55,7 @@ class Sheet:
     lab: str
     rows: tuple[Row, ...]
     answers: dict[str, str] = field(default_factory=dict)
+    cells: tuple[tuple[str | None, str], ...] = ()  # the code cells the student wrote: (answer cell or None, source)
 
     @property
     def score(self) -> float:
@@ -54,6 +64,29 @@ class Sheet:
     @property
     def max_score(self) -> float:
         return sum(r.max_points for r in self.rows)
+
+
+class UnreadableNotebook(ValueError):
+    """An autograded notebook the report cannot read (the message names it and what is compared instead)."""
+
+
+def _written(notebook: Path) -> tuple[tuple[str | None, str], ...]:
+    """The code cells the student wrote in ``notebook``, in order: answer cells by grade id, the
+    other cells without a grade id (those they added) as None, as the verdict station's
+    ``retyped`` finds them; () when there is no notebook."""
+    if not notebook.is_file():
+        return ()
+    try:
+        nb = nbformat.read(str(notebook), as_version=4)
+        return tuple(
+            (notebook_cells.name_of(c) if notebook_cells.is_plain_answer(c) else None, str(c.source))
+            for c in nb.cells
+            if c.cell_type == "code" and (notebook_cells.is_plain_answer(c) or notebook_cells.name_of(c) == "None")
+        )
+    except Exception as err:  # noqa: BLE001 - a file a student's code shaped: whatever breaks, the record stands
+        raise UnreadableNotebook(
+            f"{notebook}: not readable ({type(err).__name__}: {err}); its recorded answer cells are compared instead"
+        ) from None
 
 
 def _read(path: Path) -> Sheet:
@@ -71,13 +104,20 @@ def _read(path: Path) -> Sheet:
 
 def read_class(root: Path, lab: str) -> tuple[list[Sheet], list[str]]:
     """Every student's sheet for ``lab`` under ``root/autograded``, sorted by id, and a note for
-    each file that could not be read (the report goes on without it)."""
+    each file that could not be read (a verdicts.json: the report goes on without that student;
+    a notebook: with the answer cells its verdicts.json recorded)."""
     sheets, notes = [], []
     for path in sorted(CourseLayout(root).autograded.glob(f"*/{lab}/{FILENAME}")):
         try:
-            sheets.append(_read(path))
+            sheet = _read(path)
         except BadVerdicts as err:
             notes.append(str(err))
+            continue
+        try:
+            sheets.append(replace(sheet, cells=_written(path.parent / f"{lab}.ipynb")))
+        except UnreadableNotebook as err:
+            notes.append(str(err))
+            sheets.append(sheet)
     return sheets, notes
 
 

@@ -1,6 +1,6 @@
 """``report``, the last step of ``grade``: the class report of every lab just graded.
 
-It reads only the verdicts.json files the grading wrote; whatever goes wrong here becomes a
+It reads only what the grading wrote (verdicts.json, the autograded notebooks); whatever goes wrong here becomes a
 note of the summary, never a lost grade (the grades are exported by the step before it).
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograder.checks.mistakes import describe
 from autograder.grading.grader.report import plots
-from autograder.grading.grader.report.alike import Pair, groups
+from autograder.grading.grader.report.alike import Pair, matches
 from autograder.grading.grader.report.lessons import lesson
 from autograder.grading.grader.report.tally import Tally
 from autograder.grading.grader.safe_text import csv_cell
@@ -61,25 +61,32 @@ def _exercises(t: Tally) -> tuple[list[str], list[list[object]]]:
 
 
 def _similar(pairs: list[Pair]) -> tuple[list[str], list[list[object]]]:
-    """similar.csv: the groups of similar answers, for the instructor's copy alone."""
+    """similar.csv, for the instructor's copy alone: one row per two students and exercise on which
+    their answers are alike, numbered by pair of students as the page shows them."""
     return (
-        ["group", "students", "exercises", "lowest_similarity", "highest_similarity"],
         [
-            [
-                n,
-                " ".join(g.students),
-                " ".join(g.exercises),
-                min(p.similarity for p in g.pairs),
-                max(p.similarity for p in g.pairs),
-            ]
-            for n, g in enumerate(groups(pairs), 1)
+            "pair",
+            "first",
+            "second",
+            "exercise",
+            "shared_fingerprints",
+            "first_fingerprints",
+            "second_fingerprints",
+            "contained",
+            "similarity",
+        ],
+        [
+            [n, p.first, p.second, p.exercise, p.shared, p.first_prints, p.second_prints]
+            + [round(p.contained, 3), round(p.similarity, 3)]
+            for n, m in enumerate(matches(pairs), 1)
+            for p in m.pairs
         ],
     )
 
 
 def write_tables(t: Tally, pairs: list[Pair], folder: Path, ids: bool) -> list[Path]:
     """Write the report's CSV files into ``folder`` (with ids, or the class copy without); their paths.
-    A mistake's words (``mistakes.describe``) stand beside its id; similar answers are groups."""
+    A mistake's words (``mistakes.describe``) stand beside its id; similar answers are pairs of students."""
     written: dict[str, tuple[list[str], list[list[object]]]] = {
         "distribution.csv": (["score_from", "score_to", "students"], [[lo, hi, n] for lo, hi, n in plots.bins(t)]),
         "exercises.csv": _exercises(t),

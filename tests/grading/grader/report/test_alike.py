@@ -116,7 +116,8 @@ def _valid_variants(path: Path) -> list[str]:
 
 
 def test_independent_valid_variants_are_not_flagged():
-    """Is no pair of the right answers written independently in the checks' tests flagged, above K?"""
+    """Is no pair of the right answers written independently in the checks' tests flagged, above K, even by
+    containment (the smaller's fingerprints found in the other's), before any boilerplate is taken out?"""
     compared, flagged = 0, []
     for path in CHECK_TESTS:
         for group in [_valid_variants(path)]:
@@ -125,7 +126,7 @@ def test_independent_valid_variants_are_not_flagged():
             long = [s for s in group if len(tokens[s]) >= similar.MIN_TOKENS]
             for a, b in itertools.combinations(long, 2):
                 compared += 1
-                score = similar.similarity(similar.fingerprints(tokens[a]), similar.fingerprints(tokens[b]))
+                score = similar.containment(similar.fingerprints(tokens[a]), similar.fingerprints(tokens[b]))
                 if score >= similar.THRESHOLD:
                     flagged.append(f"{path.name}: {a.splitlines()[0]} ~ {b.splitlines()[0]} ({score:.2f})")
     assert compared >= 200, compared
@@ -292,46 +293,54 @@ def _class_of_20(root: Path) -> dict[str, str]:
     return answers
 
 
-def test_the_standard_answer_typed_by_many_never_makes_a_group(tmp_path):
+def test_the_standard_answer_typed_by_many_never_makes_a_pair(tmp_path):
     """In a class of 20 where 15 typed the reference answer on their own and two share an unusual answer
-    with renamed variables, is there exactly one group, the two? (Without the stub's and the reference's
-    fingerprints taken out and M, those who typed the reference are grouped.)"""
+    with renamed variables, is there exactly one pair, the two? (Without the stub's and the reference's
+    fingerprints taken out and M, those who typed the reference are paired.)"""
     answers = _class_of_20(tmp_path)
     _, pairs, _ = write_report(tmp_path, LAB)
-    assert [g.students for g in similar.groups(pairs)] == [("s15", "s16")]
+    assert [m.students for m in similar.matches(pairs)] == [("s15", "s16")]
     similar_csv = (tmp_path / "reports" / LAB / "similar.csv").read_text().splitlines()
-    assert len(similar_csv) == 2 and similar_csv[1].startswith("1,s15 s16,test_softmax,")
+    assert len(similar_csv) == 2 and similar_csv[1].startswith("1,s15,s16,test_softmax,")
     given = read_release(tmp_path, LAB).stubs["softmax"].splitlines()
-    unfiltered = similar.groups(similar.similar_pairs("test_softmax", answers, given, max_shared=len(answers)))
-    assert any(set(g.students) & {f"s{n:02d}" for n in range(15)} for g in unfiltered)
+    unfiltered = similar.matches(similar.similar_pairs("test_softmax", answers, given, max_shared=len(answers)))
+    assert any(set(m.students) & {f"s{n:02d}" for n in range(15)} for m in unfiltered)
 
 
 def test_code_in_more_than_m_answers_is_dropped():
-    """Is an answer (not the reference) typed by 12 students never a pair with M = 10, and are they one
-    group of 12 when M is raised to 12?"""
+    """Is an answer (not the reference) typed by 12 students never a pair with M = 10, and are all 66 pairs
+    of them alike when M is raised to 12?"""
     long = "\n".join(f"y{i} = x.sum({i}) * w.mean({i}) + x.max({i}).values" for i in range(4))
     answers = {f"s{n:02d}": long.replace("y", f"v{n}_") for n in range(12)}
     assert similar.MAX_SHARED == 10 and similar.similar_pairs("e", answers) == []
-    assert [len(g.students) for g in similar.groups(similar.similar_pairs("e", answers, max_shared=12))] == [12]
+    found = similar.matches(similar.similar_pairs("e", answers, max_shared=12))
+    assert sorted(m.students for m in found) == list(itertools.combinations(sorted(answers), 2))
 
 
-def test_groups_are_connected_components():
-    """Are students connected through pairs on any exercise one group, shown once, largest first?"""
+def test_pairs_of_students_never_chain_through_a_third():
+    """Are pairs on any exercise shown per two students (both exercises of the same two on one row), a
+    student who copied from two classmates beside each, and those two never beside each other?"""
     pairs = [
-        similar.Pair("a", "s1", "s2", 0.9),
-        similar.Pair("b", "s2", "s3", 0.85),
-        similar.Pair("a", "s4", "s5", 1.0),
+        similar.Pair("relu", "a", "c", 10, 10, 12),
+        similar.Pair("mse", "b", "c", 9, 10, 10),
+        similar.Pair("relu", "d", "e", 12, 12, 12),
+        similar.Pair("mse", "d", "e", 8, 9, 10),
     ]
-    found = similar.groups(pairs)
-    assert [(g.students, g.exercises) for g in found] == [(("s1", "s2", "s3"), ("a", "b")), (("s4", "s5"), ("a",))]
+    found = similar.matches(pairs)
+    assert [(m.students, m.exercises) for m in found] == [
+        (("d", "e"), ("relu", "mse")),
+        (("a", "c"), ("relu",)),
+        (("b", "c"), ("mse",)),
+    ]
+    assert pairs[1].contained == 0.9 and pairs[0].inside == ("a", "c") and pairs[0].similarity == 10 / 12
 
 
-def test_the_example_class_holds_one_group(tmp_path):
+def test_the_example_class_holds_one_pair(tmp_path):
     """Does the guide's and the benchmark's invented class, whose answers are drawn apart, hold exactly
-    one group: the student who copied a classmate's answer (example.COPIED), and that classmate?"""
+    one pair: the student who copied a classmate's answer (example.COPIED), and that classmate?"""
     from autograder.grading.grader.report import example
 
     example.example_class(tmp_path, students=40)
     _, pairs, _ = write_report(tmp_path, example.LAB)
     copied = sorted({student for key, source in example.COPIED.items() for student in (key[0], source[0])})
-    assert [g.students for g in similar.groups(pairs)] == [tuple(copied)] == [("s0007", "s0031")]
+    assert [m.students for m in similar.matches(pairs)] == [tuple(copied)] == [("s0007", "s0031")]

@@ -78,7 +78,8 @@ def small_screen(tmp_path_factory):
 @pytest.mark.parametrize("copy", ["index.html", "class/index.html"])
 def test_the_summary_is_on_the_first_screen(small_screen, reported, copy):
     """At 1280x800, is the summary the page's first section, wholly on the first screen, with the
-    class size, the median and the three most common mistakes (and, with ids, the groups of similar answers)?"""
+    class size, the median and the three most common mistakes (and, with ids, the pairs of students with
+    similar answers)?"""
     small_screen.get((reported.root / "reports" / report_class.LAB / copy).as_uri())
     shown = small_screen.execute_script(FIRST_SCREEN)
     assert shown["first"] == "summary" and shown["scrolled"] == 0, shown
@@ -86,4 +87,4 @@ def test_the_summary_is_on_the_first_screen(small_screen, reported, copy):
     assert 0 <= shown["top"] and shown["bottom"] <= shown["height"], shown
     assert shown["items"] == 3 and f"{len(reported.planted.students)} students" in shown["text"]
     assert "Median score" in shown["text"]
-    assert ("group of students to look at" in shown["text"]) == (copy == "index.html"), shown["text"]
+    assert ("pair of students to look at" in shown["text"]) == (copy == "index.html"), shown["text"]

@@ -166,9 +166,9 @@ def test_every_mistake_the_page_names_stands_beside_its_words(reported):
 
 def test_the_page_opens_with_the_summary(reported):
     """Does the page's first section say the class size, the median and the middle half, the three most
-    common named mistakes in words with their counts and lecture sections, and the groups to look at?"""
+    common named mistakes in words with their counts and lecture sections, and the pairs to look at?"""
     from autograder.checks.mistakes import describe
-    from autograder.grading.grader.report.alike import groups
+    from autograder.grading.grader.report.alike import matches
 
     text = (reported.root / "reports" / LAB / "index.html").read_text(encoding="utf-8")
     main = text[text.index("<main>") :]
@@ -183,4 +183,5 @@ def test_the_page_opens_with_the_summary(reported):
     for item, m in zip(items, top, strict=True):
         assert item.startswith(f"<strong>{m.count}</strong>") and describe(m.mistake).split(":")[0] in item
         assert lessons.lesson(LAB, m.exercise).url() in item
-    assert f"{len(groups(reported.pairs))} group" in summary
+    found = len(matches(reported.pairs))
+    assert f"<strong>{found} pair{'s' if found != 1 else ''}</strong> of students to look at" in summary
