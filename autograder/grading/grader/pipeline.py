@@ -112,36 +112,44 @@ def _settings(options: Options) -> dict:
     }
 
 
-def _jobs(g: Grading) -> tuple[dict[tuple[str, str], Outcome], list[Job]]:
-    """An outcome for every pair, and a job for each submission that can be graded and was not
-    graded already with the same bytes (the others are marked not graded, with the reason,
-    after a look at the notebook; a finished one keeps what its stamp says)."""
-    outcomes: dict[tuple[str, str], Outcome] = {}
-    jobs: list[Job] = []
-    layout, options = CourseLayout(g.root), g.options
-    held = gradebook.held(g.db_url, g.course_id) if g.pairs else set()
+def look(g: Grading) -> None:
+    """Every pair's outcome so far, after a look at its notebook; for each that can be graded its
+    bytes staged, its key (``g.keys``; "" for one that cannot) and a job. Nothing is written
+    outside the scratch folder: a shard compares these keys with its plan's before it writes."""
+    layout = CourseLayout(g.root)
     for student, lab in g.pairs:
-        outcome = outcomes[(student, lab)] = Outcome(
-            student, lab, sandboxed=options.sandbox, original_id=g.originals.get(student, "")
+        outcome = g.outcomes[(student, lab)] = Outcome(
+            student, lab, sandboxed=g.options.sandbox, original_id=g.originals.get(student, "")
         )
         found = inspect_submission(layout.submission(student, lab), lab, layout.release(lab), layout.source(lab))
         outcome.notes += found.notes
         if found.problem:
-            outcome.graded = False
+            outcome.graded, g.keys[(student, lab)] = False, ""
             outcome.notes.append(found.problem)
-            resume.write_stamp(layout, student, lab, resume.Stamp("", False, outcome.notes))
             continue
-        job = _job(g, student, lab, str(len(jobs)))
+        job = _job(g, student, lab, str(len(g.jobs)))
         staged = stage(layout, g.scratch / "staged", job, found.data)
-        key = g.keys[(student, lab)] = resume.submission_key(g.lab_states[lab], staged, job.original_id)
-        stamp = resume.complete(layout, student, lab, held)
-        if stamp is not None and stamp.key == key and not options.regrade:
+        g.keys[(student, lab)] = resume.submission_key(g.lab_states[lab], staged, job.original_id)
+        g.jobs.append(job)
+
+
+def keep_jobs(g: Grading) -> None:
+    """Of the jobs ``look`` made, keep those not graded already with the same bytes (a finished
+    one, its results all in place, keeps what its stamp says); the stamp of each kept is
+    removed, and a pair that cannot be graded gets its stamp now."""
+    layout, finished = CourseLayout(g.root), set()
+    held = gradebook.held(g.db_url, g.course_id) if g.pairs else set()
+    for pair, outcome in g.outcomes.items():
+        stamp = resume.complete(layout, *pair, held) if g.keys[pair] else None
+        if not g.keys[pair]:
+            resume.write_stamp(layout, *pair, resume.Stamp("", False, outcome.notes))
+        elif stamp is not None and stamp.key == g.keys[pair] and not g.options.regrade:
             outcome.graded, outcome.notes = stamp.graded, stamp.notes
-            g.skipped += 1
-            continue
-        resume.forget(layout, student, lab)
-        jobs.append(job)
-    return outcomes, jobs
+            finished.add(pair)
+        else:
+            resume.forget(layout, *pair)
+    g.skipped += len(finished)
+    g.jobs = [job for job in g.jobs if (job.student, job.lab) not in finished]
 
 
 def _failure_reason(result: Result) -> str:
@@ -160,8 +168,8 @@ def _record_result(root: Path, outcome: Outcome, result: Result, key: str) -> No
     """Write a job's log to grading-logs/ and put its times and notes into its outcome; then,
     last, its stamp (``key``), unless no answer came for a reason not the student's (the
     grading process died or was stopped, the grader failed): that submission is graded again."""
-    outcome.seconds = result.seconds
-    (CourseLayout(root).grading_logs / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
+    layout, outcome.seconds = CourseLayout(root), result.seconds
+    (layout.grading_logs / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
     outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
     outcome.check_seconds = result.check_seconds
     if result.failed:
@@ -170,11 +178,10 @@ def _record_result(root: Path, outcome: Outcome, result: Result, key: str) -> No
     elif not (result.feedback and result.feedback.success):
         outcome.notes.append("feedback could not be generated")
     outcome.notes += result.notes  # the independent check's disagreements
-    outcome.notes += after_grading(CourseLayout(root).autograded_notebook(outcome.student, outcome.lab))
+    outcome.notes += after_grading(layout.autograded_notebook(outcome.student, outcome.lab))
     if not result.lost and result.grader_error is None:
-        resume.write_stamp(
-            CourseLayout(root), outcome.student, outcome.lab, resume.Stamp(key, outcome.graded, outcome.notes)
-        )
+        written = resume.Stamp(key, outcome.graded, outcome.notes, resume.results(layout, outcome.student, outcome.lab))
+        resume.write_stamp(layout, outcome.student, outcome.lab, written)
 
 
 def _preflight_job(g: Grading, lab: str) -> Job:
@@ -231,7 +238,9 @@ def prepare(g: Grading) -> None:
 
 
 def make_jobs(g: Grading) -> None:
-    g.outcomes, g.jobs = _jobs(g)
+    """A job for each submission that can be graded and was not graded already with the same bytes."""
+    look(g)
+    keep_jobs(g)
 
 
 def _first_check(g: Grading, lab: str | None) -> Job | None:
@@ -247,11 +256,11 @@ def _first_check(g: Grading, lab: str | None) -> Job | None:
     return _preflight_job(g, lab)
 
 
-def _on_workers(g: Grading, first: Job | None) -> None:
-    """The preflight ``first`` (its pass recorded), then every job on the worker processes,
+def _on_workers(g: Grading, first: Job | None, jobs: list[Job]) -> None:
+    """The preflight ``first`` (its pass recorded), then ``jobs`` on the worker processes,
     each result recorded in its outcome."""
     run_jobs(
-        g.jobs,
+        jobs,
         first,
         lambda job, result: _record_result(
             g.root, g.outcomes[(job.student, job.lab)], result, g.keys[(job.student, job.lab)]
@@ -274,14 +283,14 @@ def grade_each(g: Grading) -> None:
             f"{g.skipped} submission(s) already graded with the same bytes: not graded again (--regrade does)",
             file=sys.stderr,
         )
-    _on_workers(g, _first_check(g, g.jobs[0].lab if g.jobs else None))
+    _on_workers(g, _first_check(g, g.jobs[0].lab if g.jobs else None), g.jobs)
 
 
 def check_grader(g: Grading) -> None:
     """The preflight alone (``grade --intake``), on the first pair's lab, unless it already
     passed in this state of the course."""
     if first := _first_check(g, g.pairs[0][1] if g.pairs else None):
-        _on_workers(g, first)
+        _on_workers(g, first, [])
 
 
 def score(g: Grading) -> None:

@@ -4,9 +4,11 @@
 A stamp, ``grading-logs/STUDENT--LAB.stamp.json`` beside the submission's log, holds the key of what was graded and what
 came of it (graded or not, the notes of its summary line). The key is a hash of the exact
 bytes graded (the staged notebook and the time it was handed in), the lab's release and
-source, the ``autograder`` package every grading process imports and the grading's settings
-(``nbgrader_config.py``, the limits, the sandbox). A submission whose stamp has the key of
-today's bytes, and whose results are all in place, is not graded again.
+source, every file of the ``autograder`` package every grading process imports (its templates
+too), the grading's settings (``nbgrader_config.py``, the limits, the sandbox) and the versions
+of what grades and renders. The stamp also lists the files the submission's grading wrote. A
+submission whose stamp has the key of today's bytes, and whose results are all in place (its
+row in the gradebook and every file its stamp lists), is not graded again.
 
 A stamp is the last write of a submission, and it is written to a temporary name and renamed:
 a grading stopped at any point leaves either a stamp over complete results or no stamp. Before
@@ -28,7 +30,21 @@ from autograder.grading.grader.atomic import write_atomic
 from autograder.grading.grader.verdicts_json import FILENAME
 from autograder.grading.layout import CourseLayout
 
-VERSIONS = ("nbgrader", "nbclient", "torch", "numpy")  # what a grading imports besides the package
+# What a grading imports besides the package: what runs the notebook and the checks, and what
+# renders and sanitises the feedback page (a new nbconvert, nh3 or latex2mathml may write another page).
+VERSIONS = (
+    "nbgrader",
+    "nbclient",
+    "nbconvert",
+    "nbformat",
+    "mistune",
+    "jinja2",
+    "pygments",
+    "nh3",
+    "latex2mathml",
+    "torch",
+    "numpy",
+)
 
 
 def _digest(*parts: bytes) -> str:
@@ -39,9 +55,9 @@ def _digest(*parts: bytes) -> str:
     return hasher.hexdigest()
 
 
-def _files(folder: Path, pattern: str = "*") -> list[bytes]:
-    """The relative name and the bytes of every file under ``folder`` (caches left out), sorted."""
-    found = sorted(p for p in folder.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+def _files(folder: Path) -> list[bytes]:
+    """The relative name and the bytes of every file under ``folder`` (Python's caches left out), sorted."""
+    found = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
     return [part for p in found for part in (str(p.relative_to(folder)).encode(), p.read_bytes())]
 
 
@@ -53,12 +69,13 @@ def _version(name: str) -> str:
 
 
 def course_state(layout: CourseLayout, package: Path, settings: dict[str, Any]) -> str:
-    """The hash of what every submission of the course is graded with: the package's files,
-    ``nbgrader_config.py``, ``settings`` (the limits, the sandbox, the cell timeout) and the
-    versions of Python and of the libraries grading runs."""
+    """The hash of what every submission of the course is graded with: every file of the package
+    (a feedback template shapes a page as its modules do), ``nbgrader_config.py``, ``settings``
+    (the limits, the sandbox, the cell timeout) and the versions of Python and of the libraries
+    that grade and render (``VERSIONS``)."""
     versions = [platform.python_version(), *(f"{name}=={_version(name)}" for name in VERSIONS)]
     return _digest(
-        *_files(package, "*.py"),
+        *_files(package),
         (layout.root / "nbgrader_config.py").read_bytes(),
         json.dumps(settings, sort_keys=True, default=str).encode(),
         " ".join(versions).encode(),
@@ -91,24 +108,40 @@ def submission_key(lab_key: str, staged: Path, original_id: str) -> str:
 
 @dataclass
 class Stamp:
-    """What a finished submission left: its key, and what its summary line says."""
+    """What a finished submission left: its key, what its summary line says, and the files its
+    grading wrote (relative to the course's root; ``results``). None for a stamp written before
+    stamps listed them: such a submission is graded again."""
 
     key: str
     graded: bool = True
     notes: list[str] = field(default_factory=list)
+    results: list[str] | None = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, ensure_ascii=False) + "\n"
+
+
+def results(layout: CourseLayout, student: str, lab: str) -> list[str]:
+    """The files a submission's grading wrote, as they are now, relative to the root: its
+    autograded folder (the notebook, ``verdicts.json``), its feedback folder and its log."""
+    folders = (layout.autograded / student / lab, layout.feedback / student / lab)
+    found = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
+    found += [p for p in [layout.grading_logs / f"{student}--{lab}.log"] if p.is_file()]
+    return sorted(str(p.relative_to(layout.root)) for p in found)
 
 
 def read_stamp(layout: CourseLayout, student: str, lab: str) -> Stamp | None:
     """The stamp of ``student``'s ``lab``; None when there is none or it cannot be read."""
     try:
         data = json.loads(layout.stamp(student, lab).read_text(encoding="utf-8"))
-        notes = data.get("notes", [])
+        notes, written = data.get("notes", []), data.get("results")
         if not isinstance(data.get("key"), str) or not all(isinstance(n, str) for n in notes):
             return None
-        return Stamp(data["key"], bool(data.get("graded", True)), list(notes))
+        if written is not None and not all(isinstance(name, str) for name in written):
+            return None
+        return Stamp(
+            data["key"], bool(data.get("graded", True)), list(notes), None if written is None else list(written)
+        )
     except (OSError, ValueError, AttributeError, TypeError):
         return None
 
@@ -123,16 +156,15 @@ def forget(layout: CourseLayout, student: str, lab: str) -> None:
 
 
 def complete(layout: CourseLayout, student: str, lab: str, held: set[tuple[str, str]]) -> Stamp | None:
-    """The stamp of ``student``'s ``lab`` when its results are complete: a stamp, and for a
-    graded submission its row in the gradebook (``held``: the pairs it holds) and its verdicts
-    (written by the grader's own process: nothing a submission does can keep them from being
-    written, and so have it graded again forever); else None."""
+    """The stamp of ``student``'s ``lab`` when its results are complete: a stamp that lists
+    what its grading wrote, every file of that list still there (a feedback folder deleted by
+    hand is written again), and for a graded submission its row in the gradebook (``held``: the
+    pairs it holds) and its verdicts (written by the grader's own process: nothing a submission
+    does can keep them from being written, and so have it graded again forever); else None."""
     stamp = read_stamp(layout, student, lab)
-    if (
-        stamp is None
-        or stamp.graded
-        and not ((student, lab) in held and (layout.autograded / student / lab / FILENAME).is_file())
-    ):
+    if stamp is None or stamp.results is None or not all((layout.root / name).is_file() for name in stamp.results):
+        return None
+    if stamp.graded and not ((student, lab) in held and (layout.autograded / student / lab / FILENAME).is_file()):
         return None
     return stamp
 

@@ -3,14 +3,19 @@ one machine or many), then ``grade --finish``. Each runs steps of ``pipeline`` o
 ``Grading`` of its own; what they share lies in the course folder (``shards``, ``resume``)
 and in the gradebook, used in turns (``output/gradebook``).
 
-- ``plan``: intake, once: the class collected into submitted/, the plan written, and the
-  start-up check run (once per state of the course: the shards then skip it).
+- ``plan``: intake, once: the class collected into submitted/, the start-up check run (once per
+  state of the course: the shards then skip it), and the plan written with the key each pair
+  is to be graded with; refused while a shard runs.
 - ``shard``: its part of the plan's pairs, graded as ``grade`` grades them (a submission already
   graded with the same bytes is skipped, so a shard killed and started again grades only what
-  it had not finished); it never writes submitted/, grades.csv or the class report.
+  it had not finished); refused while a shard of its index runs, and before it writes anything
+  when a pair's key is not the plan's. It never writes submitted/, grades.csv or the class report.
 - ``finish``: after every shard: the scores, grades.csv, the class reports and the summary of
-  the whole class, refused while a shard still runs or while a pair has no result (unless
-  ``allow_incomplete``: then grades.csv marks the missing rows).
+  the whole class, refused while a shard still runs or while a pair has no result with the key
+  of the plan (unless ``allow_incomplete``: then grades.csv marks those rows missing).
+
+Each holds the lock of the shards' states (``shards.locked``) while it reads them: a shard
+only while it claims its index, intake and finish throughout.
 """
 
 from __future__ import annotations
@@ -30,14 +35,26 @@ MISSING = "MISSING: no shard finished it; grades.csv says missing (run its shard
 
 def _write_plan(g: pipeline.Grading) -> None:
     not_graded = [(o.file, "; ".join(o.notes)) for o in g.not_graded]
-    shards.write_plan(CourseLayout(g.root), shards.Plan(g.pairs, not_graded, g.not_graded.notes))
+    shards.write_plan(CourseLayout(g.root), shards.Plan(g.pairs, not_graded, g.not_graded.notes, g.keys))
 
 
 def plan(root: Path, source: Path, options: pipeline.Options) -> Outcomes:
-    """``grade SOURCE --intake``: collect the class, check the grader, write the plan; the
-    files not graded (with the notes) are returned, for the summary."""
-    g = pipeline.run(root, source, options, [pipeline.intake, pipeline.prepare, pipeline.check_grader, _write_plan])
-    print(f"planned: {len(g.pairs)} submission(s) to grade in shards ({shards.plan_path(CourseLayout(g.root))})")
+    """``grade SOURCE --intake``: collect the class, check the grader, write the plan with each
+    pair's key; the files not graded (with the notes) are returned, for the summary. ShardError,
+    with nothing written, while a shard runs."""
+    layout = CourseLayout(Path(root).resolve())
+    with shards.locked(layout):
+        if busy := shards.refusal(layout, "--intake", "a new plan would change the class under it"):
+            raise shards.ShardError(busy)
+        steps: list[pipeline.Step] = [
+            pipeline.intake,
+            pipeline.prepare,
+            pipeline.check_grader,
+            pipeline.look,
+            _write_plan,
+        ]
+        g = pipeline.run(root, source, options, steps)
+    print(f"planned: {len(g.pairs)} submission(s) to grade in shards ({shards.plan_path(layout)})")
     return g.not_graded
 
 
@@ -49,27 +66,58 @@ def _from_plan(pairs: list[tuple[str, str]]) -> pipeline.Step:
     return step
 
 
+def _as_planned(which: shards.Shard, planned: shards.Plan) -> pipeline.Step:
+    """A step that refuses, before anything is written, a pair whose key is not the plan's: this
+    shard would grade it in another state of the course than intake planned."""
+
+    def step(g: pipeline.Grading) -> None:
+        if other := [f"{s}/{lab}" for s, lab in g.pairs if g.keys[(s, lab)] != planned.keys.get((s, lab))]:
+            raise shards.ShardError(
+                f"--shard {which}: {len(other)} submission(s) would not be graded as --intake planned them: "
+                f"{_shown(other)}. Since intake the course changed (its package, a lab, nbgrader_config.py, "
+                "the versions of Python or of what grades), or this shard has other settings (--timeout, "
+                "--memory-mb, --job-timeout, --no-sandbox): give every step the same settings, or run "
+                "`grade SUBMISSIONS --intake` again; nothing was graded"
+            )
+
+    return step
+
+
 def shard(root: Path, which: shards.Shard, options: pipeline.Options) -> Outcomes:
-    """``grade --shard I/N``: grade this shard's part of the plan; its outcomes."""
+    """``grade --shard I/N``: grade this shard's part of the plan; its outcomes. ShardError while
+    a shard of that index runs, or when the shard would not grade its part as planned."""
     layout = CourseLayout(Path(root).resolve())
     planned = shards.read_plan(layout)
-    shards.check_count(layout, which)
     pairs = shards.part(planned.pairs, which)
-    print(f"shard {which}: {len(pairs)} of the {len(planned.pairs)} submission(s) planned", file=sys.stderr)
     with shards.heartbeat(layout, which):
-        steps = [_from_plan(pairs), pipeline.prepare, pipeline.make_jobs, pipeline.grade_each]
+        print(f"shard {which}: {len(pairs)} of the {len(planned.pairs)} submission(s) planned", file=sys.stderr)
+        steps = [
+            _from_plan(pairs),
+            pipeline.prepare,
+            pipeline.look,
+            _as_planned(which, planned),
+            pipeline.keep_jobs,
+            pipeline.grade_each,
+        ]
         g = pipeline.run(root, layout.submitted, options, steps)
     return pipeline.outcomes(g)
 
 
-def _stamped(g: pipeline.Grading) -> list[tuple[str, str]]:
-    """Put each pair's stamp into its outcome; the pairs with no complete result."""
-    layout, missing = CourseLayout(g.root), []
+def _shown(pairs: list[str]) -> str:
+    return ", ".join(pairs[:20]) + (" ..." if len(pairs) > 20 else "")
+
+
+def _stamped(g: pipeline.Grading, keys: dict[tuple[str, str], str]) -> tuple[list[str], list[str]]:
+    """Put each pair's stamp into its outcome when its results are complete and its key is the
+    plan's (``keys``); the pairs with no complete result, and those graded with another key."""
+    layout = CourseLayout(g.root)
+    missing: list[tuple[str, str]] = []
+    other: list[tuple[str, str]] = []
     held = gradebook.held(g.db_url, g.course_id)
     for student, lab in g.pairs:
         stamp = resume.complete(layout, student, lab, held)
-        if stamp is None:
-            missing.append((student, lab))
+        if stamp is None or stamp.key != keys.get((student, lab)):
+            (missing if stamp is None else other).append((student, lab))
             continue
         g.outcomes[(student, lab)] = Outcome(
             student,
@@ -79,39 +127,51 @@ def _stamped(g: pipeline.Grading) -> list[tuple[str, str]]:
             sandboxed=g.options.sandbox,
             original_id=g.originals.get(student, ""),
         )
-    return missing
+    return [f"{s}/{lab}" for s, lab in missing], [f"{s}/{lab}" for s, lab in other]
+
+
+def _incomplete(total: int, missing: list[str], other: list[str]) -> str:
+    """Why --finish refuses: the pairs with no result, and those graded from other bytes than planned."""
+    said = [f"{len(missing)} of {total} submission(s) have no result: {_shown(missing)}"] if missing else []
+    if other:
+        said.append(
+            f"{len(other)} of {total} submission(s) have a result of other bytes or another state of the course "
+            f"than --intake planned (handed in again since their shard ran): {_shown(other)}"
+        )
+    return (
+        f"--finish: {'; '.join(said)}. Run their shards again (a shard grades only what it has not finished), "
+        "or --finish --allow-incomplete to write grades.csv with those rows marked missing; nothing was written"
+    )
 
 
 def finish(root: Path, options: pipeline.Options, allow_incomplete: bool = False) -> Outcomes:
     """``grade --finish``: the scores, grades.csv, the class reports and the summary of the
     class, once every shard has ended. ShardError, with nothing written, while a shard runs or
-    while a pair has no result (unless ``allow_incomplete``)."""
+    while a pair has no result with the key the plan gives it (unless ``allow_incomplete``:
+    those rows say missing)."""
     layout = CourseLayout(Path(root).resolve())
     planned = shards.read_plan(layout)
-    if busy := shards.running(layout):
-        raise shards.ShardError(f"--finish: {', '.join(busy)} still running; finish once every shard has ended")
-    missing: list[tuple[str, str]] = []
+    missing: set[tuple[str, str]] = set()
 
     def gather(g: pipeline.Grading) -> None:
         g.pairs, g.not_graded = planned.pairs, _not_graded(planned)
         pipeline.read_record(g)
         g.course_id = pipeline.nbconfig.course_id(g.root)
-        missing.extend(_stamped(g))
-        if missing and not allow_incomplete:
-            shown = ", ".join(f"{s}/{lab}" for s, lab in missing[:20]) + (" ..." if len(missing) > 20 else "")
-            raise shards.ShardError(
-                f"--finish: {len(missing)} of {len(g.pairs)} submission(s) have no result: {shown}. Run their "
-                "shards again (a shard grades only what it has not finished), or --finish --allow-incomplete "
-                "to write grades.csv with those rows marked missing; nothing was written"
-            )
+        none, other = _stamped(g, planned.keys)
+        if (none or other) and not allow_incomplete:
+            raise shards.ShardError(_incomplete(len(g.pairs), none, other))
+        missing.update(pair for pair in g.pairs if pair not in g.outcomes)
 
     def export(g: pipeline.Grading) -> None:
         path = g.options.csv_path or layout.grades_csv
-        write_csv(path, g.scores, g.late, g.originals, missing=set(missing))
-        for student, lab in missing:
+        write_csv(path, g.scores, g.late, g.originals, missing=missing)
+        for student, lab in sorted(missing):
             g.outcomes[(student, lab)] = Outcome(student, lab, graded=False, notes=[MISSING])
 
-    g = pipeline.run(root, layout.submitted, options, [gather, pipeline.score, export, report], sandboxes=False)
+    with shards.locked(layout):
+        if busy := shards.refusal(layout, "--finish", "finish once every shard has ended"):
+            raise shards.ShardError(busy)
+        g = pipeline.run(root, layout.submitted, options, [gather, pipeline.score, export, report], sandboxes=False)
     return pipeline.outcomes(g)
 
 

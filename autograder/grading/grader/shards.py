@@ -2,22 +2,30 @@
 Job, several processes on one machine), and what they share in the course folder.
 
 ``grade --intake`` collects the class once and writes the plan, ``grading-logs/state/plan.json``:
-the (student, lab) pairs to grade and what intake found for no one pair. Shard I of N grades
-every N-th pair of the plan from the I-th (``part``: sizes differ by at most one pair), and
-keeps its state in ``grading-logs/state/shard-I-of-N.json`` (running, with a heartbeat, then done or
-stopped); ``grade --finish`` reads the plan, the shards' states and the stamps of
-``grader/resume``.
+the (student, lab) pairs to grade, the key each is to be graded with (``grader/resume``), and
+what intake found for no one pair. Shard I of N grades every N-th pair of the plan from the
+I-th (``part``: sizes differ by at most one pair), and keeps its state in
+``grading-logs/state/shard-I-of-N.json`` (running, with a heartbeat, then done or stopped);
+``grade --finish`` reads the plan, the shards' states and the stamps of ``grader/resume``.
+
+A shard counts as running while the process its state names is still that process (on this
+machine: the same pid, started at the same time since the same boot), or, on another machine,
+while its heartbeat is recent. The steps read and change the states under one lock
+(``locked``), so that no two shards of one index run at once and no intake or finish runs
+beside a shard.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,16 +106,21 @@ def part(pairs: list[tuple[str, str]], shard: Shard) -> list[tuple[str, str]]:
 
 @dataclass
 class Plan:
-    """What intake found, for the shards and the finish: the pairs to grade, the files handed
-    in but not graded (file, reason), and the notes about no one submission."""
+    """What intake found, for the shards and the finish: the pairs to grade, the key each is to
+    be graded with ("" for one that cannot be graded), the files handed in but not graded (file,
+    reason), and the notes about no one submission."""
 
     pairs: list[tuple[str, str]]
     not_graded: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def to_json(self) -> str:
+        keys = [[student, lab, key] for (student, lab), key in sorted(self.keys.items())]
         return json.dumps(
-            {"pairs": self.pairs, "not_graded": self.not_graded, "notes": self.notes}, indent=1, ensure_ascii=False
+            {"pairs": self.pairs, "keys": keys, "not_graded": self.not_graded, "notes": self.notes},
+            indent=1,
+            ensure_ascii=False,
         )
 
 
@@ -116,10 +129,16 @@ def plan_path(layout: CourseLayout) -> Path:
 
 
 def write_plan(layout: CourseLayout, plan: Plan) -> None:
-    """The plan of a new sharded grading; the shards' states of any earlier one are removed."""
+    """The plan of a new sharded grading; the shards' states of any earlier one are removed.
+    ShardError, with nothing changed, while one of them runs (call it inside ``locked``)."""
     layout.grading_state.mkdir(parents=True, exist_ok=True)
+    if busy := refusal(
+        layout, "--intake", "a new plan would change the class under it: plan once every shard has ended"
+    ):
+        raise ShardError(busy)
     for old in layout.grading_state.glob("shard-*-of-*.json"):
         old.unlink(missing_ok=True)
+    os.close(_lock_file(layout))
     write_atomic(plan_path(layout), plan.to_json() + "\n")
 
 
@@ -131,6 +150,7 @@ def read_plan(layout: CourseLayout) -> Plan:
             [(str(s), str(lab)) for s, lab in data["pairs"]],
             [(str(f), str(r)) for f, r in data.get("not_graded", [])],
             [str(n) for n in data.get("notes", [])],
+            {(str(s), str(lab)): str(key) for s, lab, key in data["keys"]},  # a plan of an older grader has none
         )
     except FileNotFoundError:
         raise ShardError(
@@ -173,39 +193,129 @@ def check_count(layout: CourseLayout, shard: Shard) -> None:
         )
 
 
+def _lock_file(layout: CourseLayout) -> int:
+    """The lock's file, opened (made with the plan, so that a step refused later writes nothing)."""
+    layout.grading_state.mkdir(parents=True, exist_ok=True)
+    return os.open(layout.grading_state / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+
+
+@contextlib.contextmanager
+def locked(layout: CourseLayout) -> Iterator[None]:
+    """While the block runs, no other step of a grading in shards reads or changes the shards'
+    states: an exclusive lock on ``grading-logs/state/lock`` (on one machine; on several, as far
+    as their shared file system's locks reach)."""
+    fd = _lock_file(layout)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # gives the lock back
+
+
+def _process(pid: int) -> str | None:
+    """Which process ``pid`` is: the machine's boot and the time the process started (clock
+    ticks since that boot, from /proc/PID/stat), which a later process given the same pid does
+    not share; None where /proc does not say (no such process, or not Linux)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot} {Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        return None
+
+
 def _alive(state: dict) -> bool:
-    """Is a shard recorded as running still running: its process, on this machine; a recent
-    heartbeat, on another."""
+    """Is a shard recorded as running still running: on this machine, its process, still the
+    one that wrote the record; on another, a recent heartbeat."""
     if state.get("state") != "running":
         return False
-    if state.get("host") == socket.gethostname():
-        try:
-            os.kill(int(state.get("pid", 0)), 0)
-        except (ProcessLookupError, ValueError):
-            return False
-        except PermissionError:
-            return True
+    if state.get("host") != socket.gethostname():
+        return time.time() - float(state.get("beat", 0)) < SILENT_SECONDS
+    try:
+        pid = int(state.get("pid", 0))
+    except (TypeError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    if state.get("process") and (now := _process(pid)) is not None:
+        return now == state["process"]
+    try:
+        os.kill(pid, 0)  # where /proc cannot say: the pid alone
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         return True
-    return time.time() - float(state.get("beat", 0)) < SILENT_SECONDS
+    return True
+
+
+def _running(layout: CourseLayout) -> list[tuple[Shard, dict]]:
+    found = sorted(states(layout).items(), key=lambda item: (item[0].count, item[0].index))
+    return [(shard, state) for shard, state in found if _alive(state)]
+
+
+def _named(shard: Shard, state: dict) -> str:
+    return f"shard {shard} (on {state.get('host', '?')}, process {state.get('pid', '?')})"
 
 
 def running(layout: CourseLayout) -> list[str]:
     """The shards still running, each described in a few words."""
-    return [
-        f"shard {shard} (on {state.get('host', '?')}, process {state.get('pid', '?')})"
-        for shard, state in sorted(states(layout).items(), key=lambda item: item[0].index)
-        if _alive(state)
-    ]
+    return [_named(shard, state) for shard, state in _running(layout)]
+
+
+def refusal(layout: CourseLayout, step: str, why: str, only: Shard | None = None) -> str:
+    """Why ``step`` does not run beside the shards still running (only shard ``only`` counts, when
+    given), and how to clear the record of a shard that no longer runs; "" when none runs."""
+    busy = [(shard, state) for shard, state in _running(layout) if only in (None, shard)]
+    if not busy:
+        return ""
+    named = ", ".join(_named(shard, state) for shard, state in busy)
+    files = ", ".join(str(state_path(layout, shard)) for shard, _ in busy)
+    return (
+        f"{step}: {named} still running; {why}. A shard's record counts as ended once its process on this "
+        f"machine has ended, or once it has not beaten for {SILENT_SECONDS:.0f} s on another machine; if it "
+        f"no longer runs (its machine went down), remove its record to clear it: {files}"
+    )
+
+
+def _claim(layout: CourseLayout, shard: Shard) -> dict:
+    """Record ``shard`` as running in this process; ShardError while a shard of that index runs,
+    or when the grading's shards were started as another number of shards."""
+    with locked(layout):
+        if busy := refusal(
+            layout, f"--shard {shard}", "two runs of one shard would grade the same submissions at once", shard
+        ):
+            raise ShardError(busy)
+        check_count(layout, shard)
+        record = {
+            "state": "running",
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "process": _process(os.getpid()),
+            "token": uuid.uuid4().hex,
+            "started": time.time(),
+        }
+        write_atomic(state_path(layout, shard), json.dumps(record) + "\n")
+    return record
+
+
+def _end(layout: CourseLayout, shard: Shard, record: dict, ended: str) -> None:
+    """Record how the shard ended, unless its record is no longer this run's (another run of the
+    index took it over once this one counted as gone)."""
+    path = state_path(layout, shard)
+    with locked(layout):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text(encoding="utf-8")).get("token") != record["token"]:
+                return
+        write_atomic(path, json.dumps({**record, "state": ended, "ended": time.time()}) + "\n")
 
 
 @contextlib.contextmanager
 def heartbeat(layout: CourseLayout, shard: Shard) -> Iterator[None]:
     """While the block runs, the shard's state file says running and is touched every
-    ``HEARTBEAT_SECONDS``; it says done when the block ends normally, stopped otherwise."""
-    path = state_path(layout, shard)
-    record = {"state": "running", "host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
-    write_atomic(path, json.dumps(record) + "\n")
-    stop = threading.Event()
+    ``HEARTBEAT_SECONDS``; it says done when the block ends normally, stopped otherwise.
+    ShardError, before the block, while a shard of that index runs or when the count differs
+    from the started shards' (``check_count``)."""
+    record = _claim(layout, shard)
+    path, stop = state_path(layout, shard), threading.Event()
 
     def beat() -> None:
         while not stop.wait(HEARTBEAT_SECONDS):
@@ -221,4 +331,4 @@ def heartbeat(layout: CourseLayout, shard: Shard) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
-        write_atomic(path, json.dumps({**record, "state": ended, "ended": time.time()}) + "\n")
+        _end(layout, shard, record, ended)

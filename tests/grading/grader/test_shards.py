@@ -1,13 +1,17 @@
 """Shards: ``I/N`` and the job arrays' environments read right or refused with the reason, the
 parts of a plan covering it once and evenly, a shard count that disagrees with the one a
-grading started with refused, and a running shard told from one that is gone."""
+grading started with refused, a running shard told from one that is gone (and from another
+process given its pid), a second run of a running shard refused, and no plan written over a
+running shard."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,6 +87,7 @@ def test_a_running_shard_is_told_from_one_that_is_gone(tmp_path: Path) -> None:
         raise RuntimeError("killed")
     assert json.loads(shards.state_path(layout, Shard(2, 3)).read_text())["state"] == "stopped"
     here, there = shards.state_path(layout, Shard(3, 3)), {"state": "running", "host": "elsewhere", "pid": 1}
+    # the record of a grader older than this one (no process identity): the pid alone
     here.write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
     assert shards.running(layout) == []  # its process is gone
     here.write_text(json.dumps(there))
@@ -100,5 +105,70 @@ def test_a_plan_that_is_missing_or_broken_says_what_to_run(tmp_path: Path) -> No
     shards.plan_path(layout).write_text("{")
     with pytest.raises(ShardError, match="cannot be read"):
         shards.read_plan(layout)
-    shards.write_plan(layout, shards.Plan([("ada", "00-warmup")], [("x.txt", "not a notebook")], ["a note"]))
-    assert shards.read_plan(layout) == shards.Plan([("ada", "00-warmup")], [("x.txt", "not a notebook")], ["a note"])
+    plan = shards.Plan([("ada", "00-warmup")], [("x.txt", "not a notebook")], ["a note"], {("ada", "00-warmup"): "k"})
+    shards.write_plan(layout, plan)
+    assert shards.read_plan(layout) == plan
+    data = json.loads(shards.plan_path(layout).read_text())
+    del data["keys"]  # a plan of an older grader, with no keys to finish against
+    shards.plan_path(layout).write_text(json.dumps(data))
+    with pytest.raises(ShardError, match="cannot be read .*--intake` again"):
+        shards.read_plan(layout)
+
+
+@pytest.fixture
+def unrelated() -> Iterator[int]:
+    """The pid of a live process that is no shard."""
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_live_process_given_a_shards_pid_is_not_that_shard(tmp_path: Path, unrelated: int) -> None:
+    """A record that says running on this machine, whose pid is now a process that is not the shard
+    (the shard died, its pid was given again), counts as ended; the same record naming the
+    process as it is counts as running (the control)."""
+    layout = CourseLayout(tmp_path)
+    shards.write_plan(layout, shards.Plan([]))
+    with shards.heartbeat(layout, Shard(1, 1)):
+        record = json.loads(shards.state_path(layout, Shard(1, 1)).read_text())
+    path = shards.state_path(layout, Shard(1, 1))
+    path.write_text(json.dumps({**record, "state": "running", "pid": unrelated}))
+    assert shards.running(layout) == []
+    path.write_text(json.dumps({**record, "state": "running", "pid": unrelated, "process": shards._process(unrelated)}))
+    assert shards.running(layout) == [f"shard 1/1 (on {socket.gethostname()}, process {unrelated})"]
+
+
+def test_a_second_run_of_a_running_shard_is_refused(tmp_path: Path) -> None:
+    """Is a second run of shard 1/2 refused, naming it, while the first runs, and does the first's
+    record stay its own (done when it ends), while shard 2/2 runs beside it (the control)?"""
+    layout = CourseLayout(tmp_path)
+    shards.write_plan(layout, shards.Plan([]))
+    path = shards.state_path(layout, Shard(1, 2))
+    with shards.heartbeat(layout, Shard(1, 2)), shards.heartbeat(layout, Shard(2, 2)):
+        first = path.read_text()
+        with (
+            pytest.raises(ShardError, match=r"^--shard 1/2: shard 1/2 \(on .*, process \d+\) still running; two runs"),
+            shards.heartbeat(layout, Shard(1, 2)),
+        ):
+            pytest.fail("a second run of shard 1/2 started")
+        assert path.read_text() == first
+        assert len(shards.running(layout)) == 2
+    assert json.loads(path.read_text())["state"] == "done"
+    assert shards.running(layout) == []
+
+
+def test_no_plan_is_written_over_a_running_shard(tmp_path: Path) -> None:
+    """Does a new plan refuse, naming the running shard and keeping its record, while a shard runs;
+    and replace the records once it has ended (the control)?"""
+    layout = CourseLayout(tmp_path)
+    shards.write_plan(layout, shards.Plan([("ada", "00-warmup")]))
+    with shards.heartbeat(layout, Shard(2, 2)):
+        with pytest.raises(ShardError, match=r"^--intake: shard 2/2 \(on .*\) still running"):
+            shards.write_plan(layout, shards.Plan([("ben", "00-warmup")]))
+        assert shards.state_path(layout, Shard(2, 2)).is_file()
+        assert shards.read_plan(layout).pairs == [("ada", "00-warmup")]
+    shards.write_plan(layout, shards.Plan([("ben", "00-warmup")]))
+    assert not shards.state_path(layout, Shard(2, 2)).exists()

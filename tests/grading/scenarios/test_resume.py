@@ -1,11 +1,16 @@
 """Does a grading killed half-way (SIGKILL of ``grade`` itself: it cannot stop its workers) end,
 once started again, with what one uninterrupted grading writes, grading only what it had not
 finished; does a grading with nothing changed grade nothing (not even the start-up check); and
-does ``--regrade`` grade again?"""
+does ``--regrade`` grade again?
+
+Then, on copies of one class graded in shards, each case beside its control: is a class graded
+again when a feedback template changes, is a result deleted by hand written again, and does
+``--finish`` refuse a result of bytes handed in before the last ``--intake``?"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import pipeline, resume
 from autograder.grading.layout import CourseLayout
-from tests.grading.helpers import LAB, answered, make_course, released, results_of, submit
+from tests.grading.helpers import LAB, REPO, answered, make_course, released, results_of, submit
 
 STUDENTS = {"ada": answered(), "ben": released(), "cy": answered("relu"), "dee": answered()}
 
@@ -128,3 +133,143 @@ def test_a_submission_whose_grading_was_lost_gets_no_stamp(tmp_path: Path) -> No
     assert sorted(_stamps(tmp_path)) == ["slow"]
     stamp = layout.stamp("slow", LAB).read_text()
     assert '"key": "key-slow"' in stamp and '"graded": false' in stamp
+
+
+def test_the_key_covers_every_file_of_the_package_and_what_renders_feedback(tmp_path: Path, monkeypatch) -> None:
+    """Does the course's state change when a feedback template (not a .py file) gains a line, or
+    when nbconvert, nh3 or latex2mathml is another version; and stay when only Python's caches
+    change (the control)?"""
+    root, package = make_course(tmp_path / "course"), tmp_path / "autograder"
+    template = package / "grading" / "grader" / "output" / "templates" / "feedback" / "mathjax.html.j2"
+    template.parent.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    template.write_text('{%- macro mathjax(url="") -%}{%- endmacro -%}\n')
+
+    def state() -> str:
+        return resume.course_state(CourseLayout(root), package, {"timeout": None})
+
+    before = state()
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"cache")
+    assert state() == before
+    template.write_text(template.read_text() + "<!-- a line more -->\n")
+    assert state() != before
+    template.write_text('{%- macro mathjax(url="") -%}{%- endmacro -%}\n')
+    assert state() == before
+    version = resume._version
+    for name in ("nbconvert", "nh3", "latex2mathml"):
+        monkeypatch.setattr(resume, "_version", lambda n, name=name: "0.0.1" if n == name else version(n))
+        assert state() != before, name
+
+
+def test_a_result_that_is_gone_makes_the_result_incomplete(tmp_path: Path) -> None:
+    """Does a stamp count only while every file its grading wrote is there (the feedback page
+    deleted: incomplete; all there: complete, the control); and does a stamp of an older grader,
+    which lists none, count as incomplete?"""
+    layout = CourseLayout(tmp_path)
+    for path in (
+        layout.autograded_notebook("ada", LAB),
+        layout.autograded / "ada" / LAB / "verdicts.json",
+        layout.feedback / "ada" / LAB / f"{LAB}.html",
+        layout.grading_logs / f"ada--{LAB}.log",
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    written = resume.results(layout, "ada", LAB)
+    assert f"feedback/ada/{LAB}/{LAB}.html" in written and len(written) == 4
+    resume.write_stamp(layout, "ada", LAB, resume.Stamp("k", True, [], written))
+    assert resume.complete(layout, "ada", LAB, {("ada", LAB)}) == resume.Stamp("k", True, [], written)
+    (layout.feedback / "ada" / LAB / f"{LAB}.html").unlink()
+    assert resume.complete(layout, "ada", LAB, {("ada", LAB)}) is None
+    layout.stamp("ada", LAB).write_text('{"key": "k", "graded": false, "notes": []}')
+    assert resume.complete(layout, "ada", LAB, set()) is None
+
+
+# ----------------------------------------------------------------------------- one class graded in shards
+
+CSV_HEAD = "student_id,lab,score,max_score,late,original_id\n"
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "autograder", "--course", str(root), "grade", "--no-progress", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def sharded_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A class of two graded in two shards and finished (ada full marks, ben the release as it
+    was: 0/5), in a course with its own copy of the package; the course and the inbox."""
+    folder = tmp_path_factory.mktemp("sharded")
+    inbox = folder / "inbox"
+    submit(inbox, "ada", answered())
+    submit(inbox, "ben", released())
+    root = make_course(folder / "course")
+    shutil.copytree(REPO / "autograder", root / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    for step in ([str(inbox), "--intake"], ["--shard", "1/2"], ["--shard", "2/2"], ["--finish"]):
+        done = _run(root, *step)
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+    assert (root / "grades.csv").read_text() == f"{CSV_HEAD}ada,{LAB},5,5,,ada\nben,{LAB},0,5,,ben\n"
+    return root, inbox
+
+
+def _copy(graded: tuple[Path, Path], folder: Path) -> Path:
+    return Path(shutil.copytree(graded[0], folder / "course", symlinks=True))
+
+
+@pytest.mark.slow
+def test_a_changed_feedback_template_grades_the_class_again(sharded_class: tuple[Path, Path], tmp_path: Path) -> None:
+    """The course's feedback template gains a line: every page is written again with it. The
+    control, nothing changed, grades nothing and writes the same results."""
+    root, inbox = sharded_class
+    same = _copy(sharded_class, tmp_path / "same")
+    done = _run(same, str(inbox))
+    assert done.returncode == 0 and "2 submission(s) already graded with the same bytes" in done.stderr, done.stderr
+    assert results_of(same) == results_of(root)
+    changed = _copy(sharded_class, tmp_path / "changed")
+    template = changed / "autograder/grading/grader/output/templates/feedback/mathjax.html.j2"
+    line = '<meta name="feedback-template-0451" content="round 2">'  # the page is written out again: the name stays
+    template.write_text(template.read_text().replace("-%}{%- endmacro", f"-%}}{line}{{%- endmacro"))
+    done = _run(changed, str(inbox))
+    assert done.returncode == 0 and "already graded" not in done.stderr, done.stderr
+    for student in ("ada", "ben"):
+        assert "feedback-template-0451" not in (root / "feedback" / student / LAB / f"{LAB}.html").read_text()
+        assert "feedback-template-0451" in (changed / "feedback" / student / LAB / f"{LAB}.html").read_text()
+    assert (changed / "grades.csv").read_text() == (root / "grades.csv").read_text()
+
+
+@pytest.mark.slow
+def test_a_feedback_folder_deleted_by_hand_is_written_again(sharded_class: tuple[Path, Path], tmp_path: Path) -> None:
+    """ada's feedback folder deleted: the rerun grades ada again (ben, untouched, is skipped) and
+    writes what one grading wrote; the control (nothing deleted) is the first rerun of the test above."""
+    root, inbox = sharded_class
+    course = _copy(sharded_class, tmp_path)
+    shutil.rmtree(course / "feedback" / "ada")
+    done = _run(course, str(inbox))
+    assert done.returncode == 0 and "1 submission(s) already graded with the same bytes" in done.stderr, done.stderr
+    assert results_of(course) == results_of(root)
+
+
+@pytest.mark.slow
+def test_finish_refuses_what_was_graded_before_the_last_intake(
+    sharded_class: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """ben hands in again (full marks now), --intake plans the class again, only shard 1/2 (ada)
+    runs: --finish refuses, naming ben, and leaves grades.csv as it was. The control: shard 2/2
+    runs too, and --finish gives ben 5/5."""
+    root, inbox = sharded_class
+    course = _copy(sharded_class, tmp_path)
+    again = Path(shutil.copytree(inbox, tmp_path / "inbox"))
+    submit(again, "ben", answered())
+    for step in ([str(again), "--intake"], ["--shard", "1/2"]):
+        done = _run(course, *step)
+        assert done.returncode == 0, (step, done.stderr)
+    before = (course / "grades.csv").read_text()
+    done = _run(course, "--finish")
+    assert done.returncode == 2, done.stdout
+    assert "--finish: 1 of 2 submission(s) have a result of other bytes or another state of the course" in done.stderr
+    assert f"(handed in again since their shard ran): ben/{LAB}." in done.stderr
+    assert (course / "grades.csv").read_text() == before
+    assert _run(course, "--shard", "2/2").returncode == 0
+    done = _run(course, "--finish")
+    assert done.returncode == 0, done.stderr
+    assert (course / "grades.csv").read_text() == f"{CSV_HEAD}ada,{LAB},5,5,,ada\nben,{LAB},5,5,,ben\n"
