@@ -22,9 +22,9 @@ def find() -> tuple[str, str] | None:
     return (browser, driver) if browser and driver else None
 
 
-def start(profile: Path, window: str, timeout: float, console_log: bool = False) -> Any:
-    """Headless Chromium with a fresh profile and no route to other hosts than 127.0.0.1;
-    skips the test where Chromium is absent."""
+def start(profile: Path, window: str, timeout: float, console_log: bool = False, reach: tuple[str, ...] = ()) -> Any:
+    """Headless Chromium with a fresh profile and no route to other hosts than 127.0.0.1 and
+    ``reach`` (the rules map IP addresses too); skips the test where Chromium is absent."""
     found = find()
     if found is None:
         pytest.skip(SKIP_REASON)
@@ -43,7 +43,7 @@ def start(profile: Path, window: str, timeout: float, console_log: bool = False)
         "--no-first-run",
         "--disable-extensions",
         f"--window-size={window}",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        "--host-resolver-rules=MAP * ~NOTFOUND, " + ", ".join(f"EXCLUDE {host}" for host in ("127.0.0.1", *reach)),
         f"--user-data-dir={profile}",
     ]:
         options.add_argument(arg)

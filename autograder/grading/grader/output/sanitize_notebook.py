@@ -18,12 +18,14 @@ without it, and nbconvert's markdown renderer lets ``javascript:`` links through
 
 Allowed: nh3's default tags (no script, style, form, iframe, object), ``class``, heading
 ids, and in rendered markdown the MathML of ``math_markup.MATH_TAGS``; links by http(s), mailto
-and relative URLs; images by relative and ``data:image/`` URLs only (a page fetches nothing
-from another host when an instructor opens it).
+and relative URLs; images by ``data:image/`` URLs and by relative URLs that stay on the page's
+own origin, as a browser parses them (a page fetches nothing from another host when an
+instructor opens it: ``/\\host/x``, or ``/<tab>/host/x``, is another host's URL to a browser).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -52,15 +54,37 @@ SAFE_MIMES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/p
 BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 DROPPED = "(an output of type {} is not shown here: a page of feedback runs no code of a submission)"
+# Two pages on different hosts: a relative URL that keeps each page's host names none of its own
+PROBES = ("http://a.invalid/feedback/page.html", "http://b.invalid/feedback/page.html")
+HREF = re.compile(r'href="([^"]*)"')
+
+
+def _on_the_page(url: str) -> bool:
+    """Whether ``url``, relative, resolves to the page's own origin under the URL standard
+    (WHATWG: tabs and newlines dropped, ``\\`` read as ``/`` in http(s) and file URLs). It is
+    resolved by ``nh3``'s parser (Rust's ``url`` crate, which follows the standard) against two pages."""
+    for page in PROBES:
+        probe = nh3.clean(
+            f'<a href="{html.escape(url)}"></a>',
+            tags={"a"},
+            attributes={"a": {"href"}},
+            url_schemes=set(),  # an absolute URL is dropped: only a relative one resolves
+            link_rel=None,
+            url_relative=("rewrite_with_base", page),
+        )
+        resolved = HREF.search(probe)
+        origin = page[: page.index("/", len("http://"))]
+        if resolved is None or not html.unescape(resolved[1]).startswith(origin + "/"):
+            return False
+    return True
 
 
 def _attribute(tag: str, attribute: str, value: str) -> str | None:
     """``data:`` URLs only as the source of an image, and only images; an image's source only
-    that or a relative URL (a page of feedback fetches nothing from another host)."""
+    that or a URL of the page's own origin (a page of feedback fetches nothing from another host)."""
     url = value.strip().lower()
     if attribute == "src" and tag == "img":
-        relative = not url.startswith("//") and ":" not in url.split("/", 1)[0]
-        return value if url.startswith("data:image/") or relative else None
+        return value if url.startswith("data:image/") or _on_the_page(value) else None
     if attribute in ("href", "src") and url.startswith("data:"):
         return None
     return value

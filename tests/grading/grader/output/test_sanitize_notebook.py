@@ -133,3 +133,46 @@ def test_config_lists_the_sanitizer_for_every_html_page() -> None:
     feedback's exporter and Formgrader's find it?"""
     config = load_config(Path(REPO), {})
     assert "autograder.grading.grader.output.sanitize_notebook.SanitizeNotebook" in config.HTMLExporter.preprocessors
+
+
+# What a browser reads as another host's URL (WHATWG: a backslash is a slash in http(s) and file
+# URLs, tabs and newlines are dropped, leading C0 controls and spaces are trimmed)
+ELSEWHERE = [
+    "/\\127.0.0.2:8001/backslash",
+    "\\\\127.0.0.2:8001/two-backslashes",
+    "/\t/127.0.0.2:8001/tab",
+    "/\n/127.0.0.2:8001/newline",
+    "\x01 //127.0.0.2:8001/control",
+    "http:\\\\127.0.0.2:8001/scheme",
+    "//a.invalid/probe-host",
+    "HTTPS://127.0.0.2/upper",
+]
+ON_THE_PAGE = ["plot.png", "/files/x.png", "./a/../b.png", "?v=1", "#top", "a%5C/%2F%2Fb.png", "p\\q.png"]
+
+
+@pytest.mark.parametrize("url", ELSEWHERE)
+def test_an_image_from_another_host_is_dropped_however_written(url: str) -> None:
+    """Is an image whose URL a browser resolves to another host dropped wherever a page shows
+    it (markdown, inside MathML's ``<mtext>``, an HTML output, a raw cell), where an image of
+    the page's own origin beside it stays?"""
+    tag = f'<img src="{url}">'
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(f"{tag} $x$ <math><mtext>{tag}</mtext></math> ![kept](plot.png)"),
+            nbformat.v4.new_code_cell(
+                outputs=[nbformat.v4.new_output("display_data", data={"text/html": tag + '<img src="/files/x.png">'})]
+            ),
+            nbformat.v4.new_raw_cell(tag + '<img src="?v=1">'),
+        ]
+    )
+    nb, _ = SanitizeNotebook().preprocess(nb, {})
+    shown = [nb.cells[0].source, nb.cells[1].outputs[0].data["text/html"], nb.cells[2].source]
+    for html, kept in zip(shown, ['src="plot.png"', 'src="/files/x.png"', 'src="?v=1"'], strict=True):
+        assert kept in html, html
+        assert not re.search(r"127\.0\.0\.2|probe-host", html), html
+
+
+@pytest.mark.parametrize("url", ON_THE_PAGE)
+def test_an_image_of_the_pages_own_origin_stays(url: str) -> None:
+    """Does an image whose URL stays on the page's origin keep its URL, as written?"""
+    assert f'src="{url}"' in clean_markdown(f'<img src="{url}">')
