@@ -79,6 +79,11 @@ def feedback_template_basedirs() -> list[str]:
     return [os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates"), nbgrader_templates]
 
 
+MATH_BUDGET = 40_000  # TeX converted in one cell: its characters, and SPAN_COST a span; the rest shown as written
+SPAN_COST = 100  # a conversion's own cost (about 0.3 ms), in characters
+MARKDOWN_LIMIT = 100_000  # a longer cell is shown as its text, unrendered (a lab's longest is a few KB)
+
+
 def to_mathml(tex: str, display: bool) -> str | None:
     """The MathML of ``tex``, or None where latex2mathml cannot convert it."""
     try:
@@ -118,21 +123,35 @@ class _BlockParser(MathBlockParser):
 
 
 class MathMLRenderer(IPythonRenderer):
-    """nbconvert's renderer, with each TeX span written as MathML (or as its TeX text)."""
+    """nbconvert's renderer, with each TeX span written as MathML (or as its TeX text). Past
+    ``MATH_BUDGET`` (about 400 spans, or 40 KB of TeX) in one cell the spans stay TeX text:
+    converting is the costly part (about 0.3 ms a span), and no lab's cell comes near it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.budget = MATH_BUDGET
+
+    def _mathml(self, tex: str, display: bool) -> str | None:
+        self.budget -= len(tex) + SPAN_COST
+        return to_mathml(tex, display) if self.budget >= 0 else None
 
     def block_math(self, body: str) -> str:
-        return to_mathml(body, display=True) or f"$${escape(body, quote=False)}$$"
+        return self._mathml(body, display=True) or f"$${escape(body, quote=False)}$$"
 
     def inline_math(self, body: str) -> str:
-        return to_mathml(body, display=False) or f"${escape(body, quote=False)}$"
+        return self._mathml(body, display=False) or f"${escape(body, quote=False)}$"
 
     def latex_environment(self, name: str, body: str) -> str:
         tex = f"\\begin{{{name}}}{body}\\end{{{name}}}"
-        return to_mathml(tex, display=True) or escape(tex, quote=False)
+        return self._mathml(tex, display=True) or escape(tex, quote=False)
 
 
 def render_markdown(source: str, attachments: dict[str, Any] | None = None) -> str:
-    """``source`` as HTML, rendered as nbconvert renders markdown, its math as MathML."""
+    """``source`` as HTML, rendered as nbconvert renders markdown, its math as MathML; past
+    ``MARKDOWN_LIMIT`` characters, its text in a ``<pre>``: rendering costs time in proportion
+    to the tokens (about 15 s a megabyte), in the worker and in Formgrader's server alike."""
+    if len(source) > MARKDOWN_LIMIT:
+        return f"<pre>{escape(source, quote=False)}</pre>\n"
     renderer = MathMLRenderer(escape=False, attachments=attachments or {}, anchor_link_text="¶")
     return MarkdownWithMath(renderer=renderer, block=_BlockParser(), inline=_InlineParser(hard_wrap=False)).render(
         source

@@ -9,6 +9,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import nbformat
 import pytest
 from nbconvert import HTMLExporter
 from nbformat.v4 import new_markdown_cell, new_notebook
@@ -135,3 +136,26 @@ def test_the_feedback_page_loads_no_mathjax() -> None:
     assert "<math" in page and "<msup><mi>a</mi><mn>2</mn></msup>" in page and "Bootstrap" in page
     assert "<script" not in page.lower() and "cdnjs" not in page
     assert "cdnjs" in _feedback_page(extra_template_basedirs=[handlers.template_path])  # without our folder
+
+
+def test_a_cell_past_the_limit_is_shown_as_its_text() -> None:
+    """Is a markdown cell longer than MARKDOWN_LIMIT shown as its own text, escaped, with no
+    math and no markup (its rendering would cost time in proportion to its tokens)?"""
+    source = "<b>$x$</b> " * (math_markup.MARKDOWN_LIMIT // 10)
+    html = math_markup.render_markdown(source)
+    assert html.startswith("<pre>&lt;b&gt;$x$&lt;/b&gt;") and "<math" not in html and "<b>" not in html
+    assert "<math" in math_markup.render_markdown(source[: math_markup.MARKDOWN_LIMIT // 2])
+
+
+def test_math_past_the_budget_stays_tex() -> None:
+    """In a cell of many formulas, are the first ones typeset and those past MATH_BUDGET shown
+    as their TeX, while every lab's markdown cell stays well inside both bounds?"""
+    spans = math_markup.MATH_BUDGET // (math_markup.SPAN_COST + 1)
+    html = math_markup.render_markdown(" ".join(f"$x_{{{i}}}$" for i in range(2 * spans)))
+    assert 0.4 * spans < html.count("<math") <= spans
+    assert f"$x_{{{2 * spans - 1}}}$" in html
+    for path in (REPO / "solutions").glob("*/*.ipynb"):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert len(cell.source) < math_markup.MARKDOWN_LIMIT // 10
+                assert cell.source.count("$") * (math_markup.SPAN_COST + 20) < math_markup.MATH_BUDGET, path
