@@ -12,12 +12,17 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 from autograder import reference
 from autograder.checks.core import (
+    CheckFailed,
     Tolerance,
+    beside,
     call,
     check,
+    describe,
     expect_close,
     expect_equal,
     expect_shape,
@@ -51,12 +56,15 @@ def _tiled_variant(
     scale=True,
     drop_last=False,
     use_mask=True,
+    max_from_zero=False,
 ):
-    q, k, v = q.double(), k.double(), v.double()
-    m = torch.full(q.shape[:-1], float("-inf"), dtype=torch.float64)
+    # in float64, but a running maximum started at 0 fails only by underflow in the inputs' dtype
+    dtype = q.dtype if max_from_zero else torch.float64
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    m = torch.full(q.shape[:-1], 0.0 if max_from_zero else float("-inf"), dtype=dtype)
     total, acc, outs = (
-        torch.zeros(q.shape[:-1], dtype=torch.float64),
-        torch.zeros(*q.shape[:-1], v.size(-1), dtype=torch.float64),
+        torch.zeros(q.shape[:-1], dtype=dtype),
+        torch.zeros(*q.shape[:-1], v.size(-1), dtype=dtype),
         [],
     )
     stop = (k.size(-2) // tile) * tile if drop_last and k.size(-2) % tile else k.size(-2)
@@ -76,7 +84,7 @@ def _tiled_variant(
         m = new_m
     if per_tile:
         return torch.stack(outs).mean(0)
-    return acc / total[..., None]
+    return acc / total.clamp_min(torch.finfo(dtype).tiny)[..., None]
 
 
 _TILED_OPS = [
@@ -92,11 +100,27 @@ _TILED_OPS = [
 ]
 
 
+_BUILD_TILED = (
+    "Keep a running maximum, sum and weighted sum per query, rescaled as each tile of keys arrives; "
+    "use torch.exp, not softmax."
+)
+_MAX_FROM_ZERO = (
+    "the running maximum started at 0 instead of -inf: a row whose scores are all below about -103 gives "
+    "exp(s - 0) = 0 in float32 for every key (start it at -inf, and shift by 0 only while it is still -inf)"
+)
+_WHOLE_MATRIX = (
+    "the whole Lq x Lk score matrix built at once (the tiles ignored): hold only one tile of scores, "
+    "(..., Lq, tile), at a time, and fold it into the running maximum, sum and weighted sum"
+)
+
+
 @check
 def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
     """``tiled_attention(q, k, v, attn_mask=None, tile=64)``: tiles that divide Lk and that do not, a
     tile of 1 and one wider than Lk, causal and padding masks with fully masked rows, large
-    scores (a later tile with a larger maximum), float64."""
+    scores (a later tile with a larger maximum), rows whose scores are all far below 0, float64;
+    then, at a length of 128, the largest tensor the answer creates (one tile of scores, not the
+    whole matrix)."""
     g = generator(seed)
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
     pad = torch.ones(2, 1, 1, 7, dtype=torch.bool)
@@ -115,6 +139,8 @@ def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
     ]
     for i, case in enumerate(cases):
         _check_tiled_case(tiled_attention, seed, i, *case)
+    _check_tiled_case(tiled_attention, seed, len(cases), (1, 2, 7, 4), causal, 3, torch.float32, 1.0, far=(0, 5))
+    _check_tiled_memory(tiled_attention, seed)
 
 
 def _check_tiled_case(
@@ -126,11 +152,19 @@ def _check_tiled_case(
     tile: int,
     dtype: torch.dtype,
     scale: float,
+    far: tuple[int, ...] = (),
 ) -> None:
+    """One case; the query rows ``far`` are -60 everywhere and the keys in [1, 2], so that those
+    rows' scores all lie between -120 and -240: exp of them underflows to 0 in float32 unless the
+    row's own maximum is subtracted first."""
     __tracebackhide__ = True
     q, k, v = (random_tensor(shape, seed * 10 + i + j, dtype, scale if j < 2 else 1.0) for j in range(3))
+    if far:
+        k = 1.0 + torch.rand(shape, generator=generator(seed * 10 + i + 7), dtype=dtype)
+        q[..., list(far), :] = -60.0
     masked = "no mask" if mask is None else f"a mask {tuple(mask.shape)} with {int((~mask).sum())} blocked"
-    what = f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} of size ~{scale:g}, {masked}, tile={tile}) (seed {seed})"
+    size = f"of size ~{scale:g}" + (f", query rows {list(far)} = -60 and keys in [1, 2]" if far else "")
+    what = f"tiled_attention(q, k, v {shape} {str(dtype)[6:]} {size}, {masked}, tile={tile}) (seed {seed})"
     expected = tiled.tiled_attention(q, k, v, mask, tile)
 
     def variant(**kw):
@@ -148,18 +182,28 @@ def _check_tiled_case(
         "scores not scaled by 1/sqrt(Dh)": variant(scale=False),
         "the last tile dropped when tile does not divide Lk": variant(drop_last=True),
         "the mask ignored": variant(use_mask=False),
+        _MAX_FROM_ZERO: variant(max_from_zero=True),
     }
-    with forbidden(
-        tiled_attention,
-        _TILED_OPS,
-        "Keep a running maximum, sum and weighted sum per query, "
-        "rescaled as each tile of keys arrives; use torch.exp, not softmax.",
-    ):
+    with forbidden(tiled_attention, _TILED_OPS, _BUILD_TILED):
         found = call(
             tiled_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), tile, what=what
         )
     found = expect_shape(what, found, expected.shape)
-    if bool(torch.isnan(found).any()):
+    nan = torch.isnan(found)
+    if bool(nan.any()):
+        nan_rows = nan.any(-1)
+        blocked = torch.zeros_like(nan_rows) if mask is None else ~mask.expand(*q.shape[:-1], k.size(-2)).any(-1)
+        far_rows = torch.zeros_like(nan_rows)
+        far_rows[..., list(far)] = True
+        if bool((nan_rows & ~blocked).any()) and bool((nan_rows <= (far_rows & ~blocked)).all()):
+            fail(
+                what,
+                "finite values (no NaN)",
+                f"NaN in the rows {list(far)}, whose scores all lie between -240 and -120",
+                _MAX_FROM_ZERO,
+                hint="with the maximum started at -inf, exp(s - m) is 1 for the largest score of every row; "
+                "and divide by the sum clamped above 0.",
+            )
         fail(
             what,
             "finite values (no NaN)",
@@ -171,6 +215,71 @@ def _check_tiled_case(
             "-inf - (-inf) is NaN; and divide by the sum clamped above 0.",
         )
     expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
+
+
+class _LargestTensor(TorchFunctionMode):
+    """Records the largest storage (in elements) of any tensor a torch function, method or operator
+    returns while it is active. (A ``TorchDispatchMode`` would see every kernel, but its first use
+    imports ``torch._dynamo``, four seconds on a CPU; this mode sees what the answer's code calls.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, Tensor):
+                try:  # a view shares its base's storage, so expanding a tensor costs nothing
+                    self.largest = max(self.largest, t.untyped_storage().nbytes() // max(t.element_size(), 1))
+                except (RuntimeError, NotImplementedError):  # a tensor without storage holds no memory
+                    pass
+        return out
+
+
+def _tiled_largest(tiled_attention, q: Tensor, k: Tensor, v: Tensor, tile: int) -> dict:
+    """The candidate's side of the memory case (run where the candidate lives, see ``core.beside``):
+    its output and the largest tensor, in elements, that any operation created during the call,
+    or the error that stopped it."""
+    mode = _LargestTensor()
+    try:
+        with mode:
+            out = tiled_attention(q, k, v, None, tile)
+    except (NotImplementedError, CheckFailed):
+        raise
+    except Exception as err:  # noqa: BLE001 - reported by the check as the student's error
+        return {"error": f"{type(err).__name__}: {err}"}
+    return {"output": out if isinstance(out, Tensor) else None, "largest": mode.largest}
+
+
+def _check_tiled_memory(tiled_attention, seed: int) -> None:
+    """At Lq = Lk = 128 and tile = 16 a tile of scores holds 128 x 16 = 2,048 numbers, the whole
+    matrix 16,384: an answer that creates a tensor of more than half the matrix did not tile."""
+    __tracebackhide__ = True
+    shape, tile = (1, 1, 128, 8), 16
+    q, k, v = (random_tensor(shape, seed * 10 + 50 + j) for j in range(3))
+    what = (
+        f"tiled_attention(q, k, v {shape} float32, no mask, tile={tile}) (seed {seed}): the largest tensor it creates"
+    )
+    whole = shape[0] * shape[1] * shape[2] * shape[2]
+    with forbidden(tiled_attention, _TILED_OPS, _BUILD_TILED):
+        result = beside(tiled_attention, _tiled_largest, q.clone(), k.clone(), v.clone(), tile)
+    if not isinstance(result, dict) or "error" in result:
+        error = result.get("error") if isinstance(result, dict) else describe(result)
+        fail(what, "a result", str(error), hint="read the error above: it was raised inside your code.")
+    found = result.get("output")
+    if isinstance(found, Tensor):
+        expect_close(what, found, tiled.tiled_attention(q, k, v, None, tile), **_TOL[torch.float32])
+    largest = int(result.get("largest", 0))
+    if largest * 2 > whole:
+        fail(
+            what,
+            f"no tensor near the {shape[2]} x {shape[2]} = {whole:,} scores: one tile of them is "
+            f"{shape[2]} x {tile} = {shape[2] * tile:,} numbers",
+            f"a tensor of {largest:,} numbers",
+            _WHOLE_MATRIX,
+            hint="loop over the keys in steps of tile: s = q @ k[..., j:j + tile, :].transpose(-2, -1) / sqrt(Dh).",
+        )
 
 
 # ----------------------------------------------------------------------------- perplexity

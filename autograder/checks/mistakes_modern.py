@@ -38,6 +38,8 @@ MODERN: dict[str, str] = {
     "tiled-attention/tiles-averaged": "each tile normalised on its own and the tiles' outputs averaged...",
     "tiled-attention/last-tile-dropped": "the last tile dropped when tile does not divide Lk",
     "tiled-attention/mask-ignored": "the mask ignored",
+    "tiled-attention/max-started-at-zero": "the running maximum started at 0 instead of -inf: a row whose scores...",
+    "tiled-attention/whole-score-matrix": "the whole Lq x Lk score matrix built at once (the tiles ignored)...",
     "perplexity/not-exponentiated": "the mean loss returned, not exponentiated",
     "perplexity/base-two": "2 ** loss instead of exp(loss): the loss is in nats (natural logarithms)",
     "perplexity/summed": "exp of the summed loss instead of the mean",

@@ -334,9 +334,11 @@ def test_cache_sdpa_forbidden_and_stub(fails):
 # ----------------------------------------------------------------------------- tiled_attention
 
 
-def make_tiled(rescale_sum=True, rescale_acc=True, scale=True, drop_last=False, use_mask=True, nan_rows=False):
+def make_tiled(
+    rescale_sum=True, rescale_acc=True, scale=True, drop_last=False, use_mask=True, nan_rows=False, max_from=None
+):
     def tiled_attention(q, k, v, attn_mask=None, tile=64):
-        m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+        m = torch.full(q.shape[:-1], float("-inf") if max_from is None else max_from, dtype=q.dtype)
         total = torch.zeros(q.shape[:-1], dtype=q.dtype)
         acc = torch.zeros(*q.shape[:-1], v.size(-1), dtype=q.dtype)
         n = k.size(-2)
@@ -355,6 +357,55 @@ def make_tiled(rescale_sum=True, rescale_acc=True, scale=True, drop_last=False, 
         return acc / (total[..., None] if nan_rows else total.clamp_min(torch.finfo(q.dtype).tiny)[..., None])
 
     return tiled_attention
+
+
+def tiled_lse(q, k, v, attn_mask=None, tile=64):
+    """A running log-sum-exp instead of a running maximum and sum: the output stays normalised."""
+    lse = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    out = torch.zeros(*q.shape[:-1], v.size(-1), dtype=q.dtype)
+    for s0 in range(0, k.size(-2), tile):
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k[..., s0 : s0 + tile, :]) / q.size(-1) ** 0.5
+        if attn_mask is not None:
+            s = s.masked_fill(~attn_mask[..., s0 : s0 + tile], float("-inf"))
+        new = torch.logaddexp(lse, torch.logsumexp(s, -1))
+        safe = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+        out = out * torch.exp(lse - safe)[..., None] + torch.exp(s - safe[..., None]) @ v[..., s0 : s0 + tile, :]
+        lse = new
+    return out
+
+
+def tiled_blocks(q, k, v, attn_mask=None, tile=64):
+    """Blocks of queries as well as tiles of keys (FlashAttention's two loops), computed in float64."""
+    mask = None if attn_mask is None else attn_mask.expand(*q.shape[:-1], k.size(-2))
+    rows = []
+    for r0 in range(0, q.size(-2), tile):
+        qb = q[..., r0 : r0 + tile, :].double()
+        m = torch.full(qb.shape[:-1], float("-inf"), dtype=torch.float64)
+        total = torch.zeros_like(m)
+        acc = torch.zeros(*qb.shape[:-1], v.size(-1), dtype=torch.float64)
+        for s0 in range(0, k.size(-2), tile):
+            s = qb @ k[..., s0 : s0 + tile, :].double().transpose(-2, -1) / math.sqrt(q.size(-1))
+            if mask is not None:
+                s = s.masked_fill(~mask[..., r0 : r0 + tile, s0 : s0 + tile], float("-inf"))
+            new_m = torch.maximum(m, s.amax(-1))
+            shift = new_m.nan_to_num(neginf=0.0)
+            p = torch.exp(s - shift[..., None])
+            r = torch.exp(m - shift)
+            total = total * r + p.sum(-1)
+            acc = acc * r[..., None] + p @ v[..., s0 : s0 + tile, :].double()
+            m = new_m
+        rows.append(acc / total.clamp_min(1e-300)[..., None])
+    return torch.cat(rows, -2).to(q.dtype)
+
+
+def whole_matrix(q, k, v, attn_mask=None, tile=64):
+    """The tiles ignored: every score at once, the softmax by hand with torch.exp."""
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Lq, Lk)
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf"))
+    m = s.amax(-1, keepdim=True)
+    e = torch.exp(s - torch.where(torch.isinf(m), torch.zeros_like(m), m))
+    return e @ v / e.sum(-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
 
 
 def tiled_per_row(q, k, v, attn_mask=None, tile=64):
@@ -381,9 +432,12 @@ def tiled_per_row(q, k, v, attn_mask=None, tile=64):
     return out
 
 
-@pytest.mark.parametrize("candidate", [make_tiled(), tiled_per_row, as_student(tiled.tiled_attention)])
+@pytest.mark.parametrize(
+    "candidate", [make_tiled(), tiled_per_row, tiled_lse, tiled_blocks, as_student(tiled.tiled_attention)]
+)
 def test_tiled_right_answers_pass(candidate):
-    """Do a vectorised tiled attention, one row at a time, and the reference pass?"""
+    """Do a vectorised tiled attention, one row at a time, a running log-sum-exp, blocks of queries
+    and keys in float64, and the reference pass?"""
     for seed in (0, 1):
         check_tiled_attention(candidate, seed=seed)
 
@@ -397,6 +451,8 @@ def test_tiled_right_answers_pass(candidate):
         (dict(drop_last=True), "the last tile dropped"),
         (dict(use_mask=False), "the mask ignored"),
         (dict(nan_rows=True), "a fully masked row gives NaN"),
+        (dict(max_from=0.0), "the running maximum started at 0 instead of -inf"),
+        (dict(max_from=0.0, nan_rows=True), "a fully masked row gives NaN"),
     ],
 )
 def test_tiled_wrong_answers_fail_by_name(options, mistake, fails):
@@ -413,6 +469,37 @@ def tiles_averaged(q, k, v, attn_mask=None, tile=64):
         e = torch.exp(s - s.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0).clamp_min(-1e30))
         outs.append(e / e.sum(-1, keepdim=True).clamp_min(1e-300) @ v[..., s0 : s0 + tile, :])
     return torch.stack(outs).mean(0)
+
+
+def test_tiled_max_from_zero_without_clamp(fails):
+    """Does a running maximum started at 0, dividing by an unclamped sum, fail by name on the rows
+    whose scores are all far below 0 (where it gives 0/0)?"""
+
+    def tiled_attention(q, k, v, attn_mask=None, tile=64):
+        m = torch.zeros(q.shape[:-1], dtype=q.dtype)
+        total, acc = torch.zeros_like(m), torch.zeros(*q.shape[:-1], v.size(-1), dtype=q.dtype)
+        for s0 in range(0, k.size(-2), tile):
+            s = q @ k[..., s0 : s0 + tile, :].transpose(-2, -1) / math.sqrt(q.size(-1))
+            if attn_mask is not None:
+                s = s.masked_fill(~attn_mask[..., s0 : s0 + tile], float("-inf"))
+            new_m = torch.maximum(m, s.amax(-1))
+            total = total * torch.exp(m - new_m) + torch.exp(s - new_m[..., None]).sum(-1)
+            acc = acc * torch.exp(m - new_m)[..., None] + torch.exp(s - new_m[..., None]) @ v[..., s0 : s0 + tile, :]
+            m = new_m
+        if attn_mask is None:
+            return acc / total[..., None]
+        open_rows = attn_mask.expand(*q.shape[:-1], k.size(-2)).any(-1, keepdim=True)  # fully masked rows: 0
+        return torch.where(open_rows, acc / total[..., None], torch.zeros_like(acc))
+
+    message = fails(check_tiled_attention, tiled_attention, mistake="the running maximum started at 0")
+    assert "NaN in the rows [0, 5]" in message
+
+
+def test_tiled_whole_matrix_fails_by_name(fails):
+    """Does building the whole score matrix at once (right values, no tiles) fail by name, with the
+    size of the tensor it made?"""
+    message = fails(check_tiled_attention, whole_matrix, mistake="the whole Lq x Lk score matrix built at once")
+    assert "a tensor of 16,384 numbers" in message
 
 
 def test_tiled_per_tile_and_softmax(fails):
