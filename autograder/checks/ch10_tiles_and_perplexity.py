@@ -224,16 +224,18 @@ class _LargestTensor(TorchFunctionMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self.largest = 0
+        self.largest, self.shape = 0, ()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in tree_flatten(out)[0]:
             if isinstance(t, Tensor):
                 try:  # a view shares its base's storage, so expanding a tensor costs nothing
-                    self.largest = max(self.largest, t.untyped_storage().nbytes() // max(t.element_size(), 1))
+                    size = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):  # a tensor without storage holds no memory
-                    pass
+                    continue
+                if size > self.largest:
+                    self.largest, self.shape = size, tuple(t.shape)
         return out
 
 
@@ -249,14 +251,16 @@ def _tiled_largest(tiled_attention, q: Tensor, k: Tensor, v: Tensor, tile: int) 
         raise
     except Exception as err:  # noqa: BLE001 - reported by the check as the student's error
         return {"error": f"{type(err).__name__}: {err}"}
-    return {"output": out if isinstance(out, Tensor) else None, "largest": mode.largest}
+    return {"output": out if isinstance(out, Tensor) else None, "largest": mode.largest, "shape": list(mode.shape)}
 
 
 def _check_tiled_memory(tiled_attention, seed: int) -> None:
-    """At Lq = Lk = 128 and tile = 16 a tile of scores holds 128 x 16 = 2,048 numbers, the whole
-    matrix 16,384: an answer that creates a tensor of more than half the matrix did not tile."""
+    """At Lq = Lk = 256 and tile = 16 a tile of scores holds 256 x 16 = 4,096 numbers, the whole
+    matrix 65,536: an answer that creates a tensor of more than half the matrix did not tile. With
+    Dh = 4, a tile's scores built by broadcasting q against the tile's keys (256 x 16 x 4 = 16,384)
+    stay far below it."""
     __tracebackhide__ = True
-    shape, tile = (1, 1, 128, 8), 16
+    shape, tile = (1, 1, 256, 4), 16
     q, k, v = (random_tensor(shape, seed * 10 + 50 + j) for j in range(3))
     what = (
         f"tiled_attention(q, k, v {shape} float32, no mask, tile={tile}) (seed {seed}): the largest tensor it creates"
@@ -276,7 +280,7 @@ def _check_tiled_memory(tiled_attention, seed: int) -> None:
             what,
             f"no tensor near the {shape[2]} x {shape[2]} = {whole:,} scores: one tile of them is "
             f"{shape[2]} x {tile} = {shape[2] * tile:,} numbers",
-            f"a tensor of {largest:,} numbers",
+            f"a tensor of {largest:,} numbers (shape {tuple(result.get('shape') or ())})",
             _WHOLE_MATRIX,
             hint="loop over the keys in steps of tile: s = q @ k[..., j:j + tile, :].transpose(-2, -1) / sqrt(Dh).",
         )
