@@ -19,8 +19,10 @@ import pytest
 from autograder import notebook_cells as nbcells
 from autograder.grading import answers
 from autograder.grading.grader import pipeline
+from autograder.grading.grader.report import write_report
 from autograder.grading.grader.run import bwrap as sandbox
 from tests.grading.helpers import REPO
+from tests.grading.scenarios import similar_answers
 
 LABS = ("00-warmup", "02-self-attention", "07-transformer-block")
 WARMUP, ATTENTION, BLOCK = LABS
@@ -224,6 +226,11 @@ def _grade(folder: Path, carry_forward: bool) -> tuple[dict[str, float], dict[st
         path = inbox / student / lab / f"{lab}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(make(), str(path))
+    if carry_forward:  # the report's planted copies graded in the same run (round 4, cases 6-8)
+        for student, nb in similar_answers.similar_answers().items():
+            path = inbox / student / WARMUP / f"{WARMUP}.ipynb"
+            path.parent.mkdir(parents=True)
+            nbformat.write(nb, str(path))
     outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, progress=False))
     points = {}
     graded = {o.student for o in outcomes}
@@ -254,7 +261,7 @@ def test_one_mistake_costs_once(carried, tmp_path: Path) -> None:
     feedback say why a failing exercise kept its points?"""
     folder, scores, carried_points, text = carried
     written, written_points, _ = _grade(tmp_path / "written", False)
-    assert scores == {s: float(c[2]) for s, c in CLASS.items()}, text
+    assert {s: scores[s] for s in CLASS} == {s: float(c[2]) for s, c in CLASS.items()}, text
     assert written == {s: float(c[3]) for s, c in CLASS.items() if c[3] is not None}
     assert carried_points["detector"] == written_points["detector"]
     assert carried_points["grabber"]["test_softmax"] == written_points["grabber"]["test_softmax"] == 0
@@ -314,3 +321,17 @@ def test_status_words_and_points_agree(carried) -> None:
     page = (folder / "feedback" / "stub-and-added" / ATTENTION / f"{ATTENTION}.html").read_text()
     assert "Error carried forward" in page and "Blank (scored 0)" not in page
     assert scores["stub-and-added"] == 8
+
+
+@pytest.mark.slow
+def test_the_report_of_a_graded_class_lists_exactly_the_planted_copies(carried) -> None:
+    """Graded for real beside the others, do the report's planted copies score as written, and does
+    the class report of the warm-up lab list, among them, exactly the planted pairs per exercise: a
+    copy plus helpers of its own, a copy in an added cell, a copier of two classmates paired with
+    each and never them together, no honest student (round 4, cases 6-8)?"""
+    folder, scores, _, _ = carried
+    planted = similar_answers.similar_answers()
+    assert {s: scores[s] for s in planted} == {s: 3.0 if s == "alike_added" else 5.0 for s in planted}
+    pairs = write_report(folder, WARMUP, folder / "report-again")[1]
+    among = {(p.first, p.second, p.exercise) for p in pairs if p.first in planted and p.second in planted}
+    assert among == similar_answers.ALIKE
