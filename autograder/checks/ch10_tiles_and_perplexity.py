@@ -12,17 +12,13 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten
 
 from autograder import reference
+from autograder.checks.ch10_tile_memory import tiles_held_in_memory
 from autograder.checks.core import (
-    CheckFailed,
     Tolerance,
-    beside,
     call,
     check,
-    describe,
     expect_close,
     expect_equal,
     expect_shape,
@@ -108,10 +104,6 @@ _MAX_FROM_ZERO = (
     "the running maximum started at 0 instead of -inf: a row whose scores are all below about -103 gives "
     "exp(s - 0) = 0 in float32 for every key (start it at -inf, and shift by 0 only while it is still -inf)"
 )
-_WHOLE_MATRIX = (
-    "the whole Lq x Lk score matrix built at once (the tiles ignored): hold only one tile of scores, "
-    "(..., Lq, tile), at a time, and fold it into the running maximum, sum and weighted sum"
-)
 
 
 @check
@@ -140,7 +132,7 @@ def check_tiled_attention(tiled_attention, seed: int = 0) -> None:
     for i, case in enumerate(cases):
         _check_tiled_case(tiled_attention, seed, i, *case)
     _check_tiled_case(tiled_attention, seed, len(cases), (1, 2, 7, 4), causal, 3, torch.float32, 1.0, far=(0, 5))
-    _check_tiled_memory(tiled_attention, seed)
+    tiles_held_in_memory(tiled_attention, seed, _TILED_OPS, _BUILD_TILED)
 
 
 def _check_tiled_case(
@@ -189,101 +181,39 @@ def _check_tiled_case(
             tiled_attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), tile, what=what
         )
     found = expect_shape(what, found, expected.shape)
-    nan = torch.isnan(found)
-    if bool(nan.any()):
-        nan_rows = nan.any(-1)
-        blocked = torch.zeros_like(nan_rows) if mask is None else ~mask.expand(*q.shape[:-1], k.size(-2)).any(-1)
-        far_rows = torch.zeros_like(nan_rows)
-        far_rows[..., list(far)] = True
-        if bool((nan_rows & ~blocked).any()) and bool((nan_rows <= (far_rows & ~blocked)).all()):
-            fail(
-                what,
-                "finite values (no NaN)",
-                f"NaN in the rows {list(far)}, whose scores all lie between -240 and -120",
-                _MAX_FROM_ZERO,
-                hint="with the maximum started at -inf, exp(s - m) is 1 for the largest score of every row; "
-                "and divide by the sum clamped above 0.",
-            )
-        fail(
-            what,
-            "finite values (no NaN)",
-            "NaN in a fully masked row" if mask is not None else "NaN",
-            "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero output"
-            if mask is not None
-            else None,
-            hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
-            "-inf - (-inf) is NaN; and divide by the sum clamped above 0.",
-        )
+    _fail_on_nan(what, found, k, mask, far)
     expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
 
 
-class _LargestTensor(TorchFunctionMode):
-    """Records the largest storage (in elements) of any tensor a torch function, method or operator
-    returns while it is active. (A ``TorchDispatchMode`` would see every kernel, but its first use
-    imports ``torch._dynamo``, four seconds on a CPU; this mode sees what the answer's code calls.)"""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest, self.shape = 0, ()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, Tensor):
-                try:  # a view shares its base's storage, so expanding a tensor costs nothing
-                    size = t.untyped_storage().nbytes() // max(t.element_size(), 1)
-                except (RuntimeError, NotImplementedError):  # a tensor without storage holds no memory
-                    continue
-                if size > self.largest:
-                    self.largest, self.shape = size, tuple(t.shape)
-        return out
-
-
-def _tiled_largest(tiled_attention, q: Tensor, k: Tensor, v: Tensor, tile: int) -> dict:
-    """The candidate's side of the memory case (run where the candidate lives, see ``core.beside``):
-    its output and the largest tensor, in elements, that any operation created during the call,
-    or the error that stopped it."""
-    mode = _LargestTensor()
-    try:
-        with mode:
-            out = tiled_attention(q, k, v, None, tile)
-    except (NotImplementedError, CheckFailed):
-        raise
-    except Exception as err:  # noqa: BLE001 - reported by the check as the student's error
-        return {"error": f"{type(err).__name__}: {err}"}
-    return {"output": out if isinstance(out, Tensor) else None, "largest": mode.largest, "shape": list(mode.shape)}
-
-
-def _check_tiled_memory(tiled_attention, seed: int) -> None:
-    """At Lq = Lk = 256 and tile = 16 a tile of scores holds 256 x 16 = 4,096 numbers, the whole
-    matrix 65,536: an answer that creates a tensor of more than half the matrix did not tile. With
-    Dh = 4, a tile's scores built by broadcasting q against the tile's keys (256 x 16 x 4 = 16,384)
-    stay far below it."""
+def _fail_on_nan(what: str, found: Tensor, k: Tensor, mask: Tensor | None, far: tuple[int, ...]) -> None:
+    """NaN in the answer: named as the maximum started at 0 when only the rows of very negative
+    scores have it, else as a fully masked row (or plain NaN)."""
     __tracebackhide__ = True
-    shape, tile = (1, 1, 256, 4), 16
-    q, k, v = (random_tensor(shape, seed * 10 + 50 + j) for j in range(3))
-    what = (
-        f"tiled_attention(q, k, v {shape} float32, no mask, tile={tile}) (seed {seed}): the largest tensor it creates"
-    )
-    whole = shape[0] * shape[1] * shape[2] * shape[2]
-    with forbidden(tiled_attention, _TILED_OPS, _BUILD_TILED):
-        result = beside(tiled_attention, _tiled_largest, q.clone(), k.clone(), v.clone(), tile)
-    if not isinstance(result, dict) or "error" in result:
-        error = result.get("error") if isinstance(result, dict) else describe(result)
-        fail(what, "a result", str(error), hint="read the error above: it was raised inside your code.")
-    found = result.get("output")
-    if isinstance(found, Tensor):
-        expect_close(what, found, tiled.tiled_attention(q, k, v, None, tile), **_TOL[torch.float32])
-    largest = int(result.get("largest", 0))
-    if largest * 2 > whole:
+    nan_rows = torch.isnan(found).any(-1)
+    if not bool(nan_rows.any()):
+        return
+    blocked = torch.zeros_like(nan_rows) if mask is None else ~mask.expand(*found.shape[:-1], k.size(-2)).any(-1)
+    far_rows = torch.zeros_like(nan_rows)
+    far_rows[..., list(far)] = True
+    if bool((nan_rows & ~blocked).any()) and bool((nan_rows <= (far_rows & ~blocked)).all()):
         fail(
             what,
-            f"no tensor near the {shape[2]} x {shape[2]} = {whole:,} scores: one tile of them is "
-            f"{shape[2]} x {tile} = {shape[2] * tile:,} numbers",
-            f"a tensor of {largest:,} numbers (shape {tuple(result.get('shape') or ())})",
-            _WHOLE_MATRIX,
-            hint="loop over the keys in steps of tile: s = q @ k[..., j:j + tile, :].transpose(-2, -1) / sqrt(Dh).",
+            "finite values (no NaN)",
+            f"NaN in the rows {list(far)}, whose scores all lie between -240 and -120",
+            _MAX_FROM_ZERO,
+            hint="with the maximum started at -inf, exp(s - m) is 1 for the largest score of every row; "
+            "and divide by the sum clamped above 0.",
         )
+    fail(
+        what,
+        "finite values (no NaN)",
+        "NaN in a fully masked row" if mask is not None else "NaN",
+        "a fully masked row gives NaN (softmax of a row of -inf is 0/0): give it zero weights and a zero output"
+        if mask is not None
+        else None,
+        hint="when a row's running maximum is still -inf, shift by 0 instead: exp(-inf) is 0, but "
+        "-inf - (-inf) is NaN; and divide by the sum clamped above 0.",
+    )
 
 
 # ----------------------------------------------------------------------------- perplexity
