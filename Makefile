@@ -8,7 +8,7 @@ SUBMISSIONS ?= submitted
 # flags that change chapter 8's recipe (autograder/reference/recipe.py; python -m autograder train --help)
 TRAIN_ARGS ?=
 
-.PHONY: help venv book serve lint test test-fast test-gpu release lab grade demo train bench clean
+.PHONY: help venv book serve lint test test-fast test-gpu release lab grade export demo train bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -58,6 +58,9 @@ lab: $(STAMP)  ## copy the labs into workspace/ and open JupyterLab there (a cha
 
 grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS zip download); JOBS=N
 	$(BIN)/python -m autograder grade $(SUBMISSIONS) --jobs $(JOBS)
+
+export: $(STAMP)  ## write a graded lab's grades as the files an LMS imports (LMS=moodle|canvas|blackboard LAB=NN-name; TEMPLATE=the LMS's own file to fill in)
+	$(BIN)/python -m autograder export --lms $(LMS) $(LAB) $(if $(TEMPLATE),--template $(TEMPLATE))
 
 demo: $(STAMP)  ## grade a small example class (four students of the warm-up lab) in demo/ and print where its results are
 	$(BIN)/python -m autograder demo

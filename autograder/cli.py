@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import cli_grade
+from autograder.grading.lms import command as lms_command
 
 
 def _parser(train_flags: bool = True) -> argparse.ArgumentParser:
@@ -62,6 +63,7 @@ def _parser(train_flags: bool = True) -> argparse.ArgumentParser:
     cli_grade.add_parser(sub)
     _report_parser(sub)
     _demo_parser(sub)
+    lms_command.add_parser(sub)
     _train_parser(sub, train_flags)
     return parser
 
@@ -157,7 +159,8 @@ def _demo(root: Path, args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 2
     print(f"demo class of {args.lab} written to {source}: students {', '.join(demo.STUDENTS)}", flush=True)
-    return main(["--course", str(folder), "grade", str(source), "--no-progress"])  # ends with where the results are
+    graded = main(["--course", str(folder), "grade", str(source), "--no-progress"])  # ends with where the results are
+    return graded or main(["--course", str(folder), "export", "--lms", "moodle", args.lab])  # ends with the export
 
 
 def _copy_labs(root: Path, target: Path, labs: list[str] | None = None) -> None:
@@ -244,4 +247,4 @@ def main(argv: list[str] | None = None) -> int:
     except course.UnknownLab as err:
         print(err, file=sys.stderr)
         return 2
-    return cli_grade.run(root, args)
+    return lms_command.run(root, args) if args.command == "export" else cli_grade.run(root, args)

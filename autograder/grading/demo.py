@@ -2,23 +2,28 @@
 
 The demo folder (default ``demo/`` in the course root) becomes a course of one lab, the
 warm-up unless another is asked for: ``nbgrader_config.py``, ``solutions/LAB`` and
-``notebooks/LAB`` copied from the course, and ``submitted/`` with four students built from
-the release (autograder.grading.answers):
+``notebooks/LAB`` copied from the course, and the class handed in as a Moodle assignment's
+"Download all submissions" zip (``moodle-submissions-LAB.zip``: a folder per participant,
+``full_101_assignsubmission_file_/LAB.ipynb``) of four students built from the release
+(autograder.grading.answers):
 
     full      every exercise answered from the solutions: full marks, no finding
     partial   the first exercise answered, the others left as released
     blank     the release untouched: every exercise blank
     wrong     every exercise answered with a mistake made in its solution
 
-Then autograder.cli grades it as ``python -m autograder --course DEMO grade DEMO/submitted``, the
-command an instructor runs, in the bubblewrap sandbox, and ends with the paths of grades.csv, the
-feedback folder and the class report (``outcomes.results``). A folder that holds anything but an earlier
-demo is refused.
+Then autograder.cli grades it as ``python -m autograder --course DEMO grade DEMO/moodle-submissions-LAB.zip``,
+the command an instructor runs, in the bubblewrap sandbox (intake reads each participant's id
+from the zip), prints the paths of grades.csv, the feedback folder and the class report
+(``outcomes.results``), and ends with the files Moodle imports (``python -m autograder export
+--lms moodle LAB``: the grading worksheet and the feedback zip). A folder that holds anything
+but an earlier demo is refused.
 """
 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -28,6 +33,7 @@ from autograder.grading import answers
 
 LAB = "00-warmup"
 STUDENTS = ("full", "partial", "blank", "wrong")
+FIRST_PARTICIPANT = 101  # the Moodle participant ids of the download: 101, 102, ... in STUDENTS' order
 MARKER = ".autograder-demo"  # written into the folder: what may be removed by the next demo
 # Mistakes made in a solution's code for the student "wrong": the first that applies to an
 # exercise is made once (a few of benchmarks/grading_corpus.py's MISTAKES).
@@ -80,17 +86,22 @@ def _clear(folder: Path) -> None:
     (folder / MARKER).write_text("written by python -m autograder demo; the next demo removes this folder\n")
 
 
+def moodle_folder(student: str) -> str:
+    """The student's folder in the demo's Moodle download, as Moodle names it (full name, participant id)."""
+    return f"{student}_{FIRST_PARTICIPANT + STUDENTS.index(student)}_assignsubmission_file_"
+
+
 def build(root: Path, folder: Path, lab: str = LAB) -> Path:
     """Write the demo course of ``lab`` into ``folder`` (see the module's docstring); returns its
-    submissions folder, ``folder/submitted``."""
+    Moodle download, ``folder/moodle-submissions-LAB.zip``."""
     root, folder = Path(root).resolve(), Path(folder).resolve()
     _clear(folder)
     shutil.copy2(root / "nbgrader_config.py", folder / "nbgrader_config.py")
     for kind in ("solutions", "notebooks"):
         shutil.copytree(root / kind / lab, folder / kind / lab)
     (folder / "solutions").chmod(0o750)  # the hidden tests: kept from other users, as grading asks
-    for student, nb in submissions(root, lab).items():
-        path = folder / "submitted" / student / lab / f"{lab}.ipynb"
-        path.parent.mkdir(parents=True)
-        nbformat.write(nb, str(path))
-    return folder / "submitted"
+    download = folder / f"moodle-submissions-{lab}.zip"
+    with zipfile.ZipFile(download, "w", zipfile.ZIP_DEFLATED) as zf:
+        for student, nb in submissions(root, lab).items():
+            zf.writestr(f"{moodle_folder(student)}/{lab}.ipynb", nbformat.writes(nb))
+    return download

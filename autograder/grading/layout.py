@@ -47,6 +47,11 @@ class CourseLayout:
         return self.root / "reports"
 
     @property
+    def exports(self) -> Path:
+        """The files an LMS imports, ``LMS/LAB/`` (``python -m autograder export``)."""
+        return self.root / "exports"
+
+    @property
     def grading_logs(self) -> Path:
         """One log per graded submission, ``STUDENT--LAB.log``."""
         return self.root / "grading-logs"

@@ -46,7 +46,8 @@ def _lab_patterns(labs: list[str]) -> list[tuple[str, re.Pattern[str]]]:
 def lms_prefix(prefix: str) -> tuple[str, str, bool, str]:
     """(student, late, LMS-shaped, account) from an LMS prefix: Canvas ``ada_LATE_12345_678``
     (user id 12345, then the student's own file name) or Blackboard
-    ``Lab 2_ada_attempt_2024-03-01-15-00-00`` (``ada`` is the user name, unique there). Only
+    ``Lab 2_ada_attempt_2024-03-01-15-00-00`` (``ada`` is the user name, unique there: the
+    account ``Blackboard ada``, which the export to Blackboard reads). Only
     the LMS's tokens are read: a time or a LATE that the student put in their file name is not."""
     tokens = [t.strip() for t in prefix.split("_") if t.strip()]
     if not tokens:
@@ -58,7 +59,7 @@ def lms_prefix(prefix: str) -> tuple[str, str, bool, str]:
         if at + 1 < len(tokens) and (match := _TIME.match(tokens[at + 1])):
             year, month, day, hour, minute, second = match.groups()
             late = f"{year}-{month}-{day} {hour}:{minute}:{second}"
-        return tokens[at - 1], late, True, ""
+        return tokens[at - 1], late, True, f"Blackboard {tokens[at - 1]}"
     rest = tokens[1:]
     flagged = bool(rest) and rest[0] == "LATE"
     ids = rest[1:] if flagged else rest
