@@ -15,7 +15,15 @@ import re
 from pathlib import Path
 
 from autograder.grading.lms.records import LmsRecord, for_lms
-from autograder.grading.lms.table import ExportError, ExportSummary, LmsTable, number, read_table, write_table
+from autograder.grading.lms.table import (
+    ExportError,
+    ExportSummary,
+    LmsTable,
+    check_points,
+    number,
+    read_table,
+    write_table,
+)
 
 COLUMNS = ["Last Name", "First Name", "Username"]
 FEEDBACK = "Feedback to Learner"
@@ -47,6 +55,8 @@ def _filled(
     column, user, comments = grade_column(table, assignment), table.column("Username"), table.column(FEEDBACK)
     if user is None:
         raise ExportError("Blackboard's download has no Username column")
+    if mine and (parsed := grade_title(table.header[column])):
+        check_points(summary, parsed[1], mine[0].max_score)
     by_user = {r.account: r for r in mine}
     seen = set()
     for index, row in enumerate(table.rows):

@@ -17,7 +17,15 @@ import re
 from pathlib import Path
 
 from autograder.grading.lms.records import LmsRecord, for_lms
-from autograder.grading.lms.table import ExportError, ExportSummary, LmsTable, number, read_table, write_table
+from autograder.grading.lms.table import (
+    ExportError,
+    ExportSummary,
+    LmsTable,
+    check_points,
+    number,
+    read_table,
+    write_table,
+)
 
 COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "Points Possible"
@@ -57,6 +65,8 @@ def _filled(
     seen = set()
     for index, row in enumerate(table.rows):
         if is_points_row(row):
+            if mine:
+                check_points(summary, row[column], mine[0].max_score)
             continue
         record = by_id.get(row[ident].strip())
         if record is None:

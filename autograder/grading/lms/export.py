@@ -45,6 +45,10 @@ def export(
         raise ExportError(f"the gradebook holds no grade of {lab}: grade it first")
     folder = Path(out) if out is not None else CourseLayout(root).exports / lms / lab
     if lms == "moodle":
-        return moodle.write(graded, folder, lab, template, missing)
-    writer = canvas.write if lms == "canvas" else blackboard.write
-    return writer(graded, folder, lab, template, missing, assignment)
+        summary = moodle.write(graded, folder, lab, template, missing)
+    else:
+        writer = canvas.write if lms == "canvas" else blackboard.write
+        summary = writer(graded, folder, lab, template, missing, assignment)
+    if missing is not None and template is None:
+        summary.notes.append("--missing applies to the LMS's own file (--template): without it no one is listed")
+    return summary

@@ -21,7 +21,15 @@ import zipfile
 from pathlib import Path
 
 from autograder.grading.lms.records import LmsRecord, for_lms
-from autograder.grading.lms.table import ExportError, ExportSummary, LmsTable, number, read_table, write_table
+from autograder.grading.lms.table import (
+    ExportError,
+    ExportSummary,
+    LmsTable,
+    check_points,
+    number,
+    read_table,
+    write_table,
+)
 
 WORKSHEET = [
     "Identifier",
@@ -82,6 +90,8 @@ def _filled(template: LmsTable, mine: list[LmsRecord], missing: str | None, summ
                 template.fill(index, grade, missing)
             continue
         seen.add(record.account)
+        if (top := template.column("Maximum Grade")) is not None:
+            check_points(summary, row[top], record.max_score)
         template.fill(index, grade, number(record.score))
         if comments is not None:
             template.fill(index, comments, record.comment)

@@ -79,7 +79,10 @@ def read(root: Path, lab: str, db_url: str | None = None) -> list[LmsRecord]:
     root = Path(root)
     layout = CourseLayout(root)
     recorded = marks.load(root)
-    scores = gradebook.scores(db_url or layout.db_url, course_id(root))
+    url, course = db_url or layout.db_url, course_id(root)
+    if not any(graded_lab == lab for _, graded_lab in gradebook.held(url, course)):  # nor is a gradebook made
+        return []
+    scores = gradebook.scores(url, course)
     out = []
     for (student, graded_lab), (score, max_score) in sorted(scores.items()):
         if graded_lab != lab:

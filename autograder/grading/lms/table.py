@@ -78,6 +78,21 @@ def write_table(path: Path, table: LmsTable, quote_all: bool = False) -> None:
     write_atomic(Path(path), buffer.getvalue())
 
 
+def check_points(summary: ExportSummary, lms_points: str, points: float) -> None:
+    """A note when the LMS's maximum for the column (its own file's) is not the lab's points:
+    the grades are the lab's points, never scaled."""
+    try:
+        theirs = float(lms_points.strip().replace(",", ""))
+    except ValueError:
+        return
+    note = (
+        f"the LMS's maximum for this column is {number(theirs)}, the lab's is {number(points)}: the grades "
+        f"written are the lab's points; set the LMS's maximum to {number(points)}"
+    )
+    if theirs != points and note not in summary.notes:
+        summary.notes.append(note)
+
+
 def number(value: float) -> str:
     """A grade as the LMSs read it: ``4``, ``2.5``."""
     return f"{value:g}"

@@ -167,3 +167,12 @@ def test_a_feedback_zip_is_a_zip_of_pages(tmp_path: Path) -> None:
         assert zf.read(f"John Smith_201_assignsubmission_file_/{LAB}.html") == b"<html>feedback</html>"
         assert not any("_202_" in n for n in zf.namelist())
     assert any("no feedback page for John_Smith-1a2b3c4d" in note for note in summary.notes)
+
+
+def test_a_maximum_the_lms_sets_otherwise_is_named_not_scaled(tmp_path: Path) -> None:
+    """Where Moodle's worksheet gives the assignment a maximum of 100 and the lab has 5 points,
+    is the grade the lab's points, unscaled, and does the summary say to set the maximum?"""
+    template = [moodle.WORKSHEET, ["Participant 201", "John Smith", "", "", "", "100.00", "Yes", "", "", ""]]
+    summary = moodle.write(_records(tmp_path), tmp_path / "out", LAB, _write_csv(tmp_path / "w.csv", template))
+    assert formats.moodle_worksheet(summary.files[0])["201"][:2] == ("4", "100.00")
+    assert any("maximum for this column is 100, the lab's is 5" in note for note in summary.notes)
