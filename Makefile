@@ -8,7 +8,7 @@ SUBMISSIONS ?= submitted
 # flags that change chapter 8's recipe (autograder/reference/recipe.py; python -m autograder train --help)
 TRAIN_ARGS ?=
 
-.PHONY: help venv book serve lint test test-fast test-gpu release lab grade demo train bench clean
+.PHONY: help venv book serve lint test test-fast test-gpu release lab grade demo train bench map clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -67,6 +67,9 @@ train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder
 
 bench: $(STAMP)  ## run the benchmarks (ratios against PyTorch's own modules)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+map:  ## rewrite ARCHITECTURE.md's list of every package and module from their docstrings (tools/module_map.py)
+	$(PYTHON) tools/module_map.py
 
 clean:  ## remove build outputs (keeps .venv and grading data)
 	rm -rf _build .pytest_cache
