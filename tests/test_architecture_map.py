@@ -147,7 +147,7 @@ def test_a_dead_citation_is_found() -> None:
 # attribute (``Job.lab``). Any other is reported: it names a module that no longer exists
 # (``sandbox.OUTPUT_CAP``). A span with ``=`` or braces is code, and its names are left alone.
 SPAN = re.compile(r"``(.+?)``", re.DOTALL)
-ABSOLUTE = re.compile(r"(?<![\w.])autograder(?:\.\w+)+(?![\w./-])")
+ABSOLUTE = re.compile(r"(?<![\w.])autograder(?:\.\w+)+(?![\w/-]|\.\w)")
 DOTTED = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/-])")
 FILE_LIKE = re.compile(r"\.(?:py|md|ipynb|json|csv|html|txt|toml|yml|yaml|cfg|sh|j2|pt|zip|svg|png|db)$")
 CODE = re.compile(r"[={}]")  # a span that is a statement or a literal: code, whose names are its own
@@ -161,7 +161,9 @@ def _local_names(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             ours = isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("autograder"))
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names if not (ours or a.name.startswith("autograder"))}
+            names |= {
+                (a.asname or a.name).split(".")[0] for a in node.names if not (ours or a.name.startswith("autograder"))
+            }
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.arg):
@@ -288,7 +290,7 @@ def test_a_dotted_name_that_names_nothing_is_found(tmp_path: Path) -> None:
     (tmp_path / "autograder" / "run" / "kernelspec.py").write_text("def install(): ...\nLIMIT = 1\n")
     (tmp_path / "autograder" / "worker.py").write_text(
         '"""Runs ``kernelspec.install``, ``run.kernelspec.LIMIT``, ``x.shape``, ``json.dumps``\n'
-        "and ``sandbox.OUTPUT_CAP``, ``kernelspec.remove``, autograder.run.gone.\"\"\"\n\n"
+        'and ``sandbox.OUTPUT_CAP``, ``kernelspec.remove``, autograder.run.gone."""\n\n'
         "def f(x): ...\n"
     )
     assert unresolved_names(module_index(tmp_path)) == {

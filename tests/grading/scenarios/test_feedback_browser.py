@@ -27,8 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.grading.formgrader import MESSAGE
 from autograder.grading.grader import pipeline
-from autograder.grading.grader.output.formgrader import MESSAGE
 from autograder.grading.grader.run import bwrap as sandbox
 from tests import chromium
 from tests.grading.helpers import LAB, make_course, submit, with_cell

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import yaml
 from mdit_py_plugins.anchors.index import slugify
 
-from autograder.grading.grader.report.lessons import LESSONS, markdown_table
+from autograder.grading.grader.report.lessons import lessons, markdown_table
 from tests.grading.grader.report import report_class
 
 REPO = report_class.REPO
@@ -26,14 +27,14 @@ def _graded_exercises(lab: str) -> list[str]:
 def test_every_exercise_of_every_lab_has_a_lesson():
     """Does each graded test cell of each released lab have exactly one entry, and no entry name nothing?"""
     labs = sorted(p.name for p in (REPO / "notebooks").iterdir() if (p / f"{p.name}.ipynb").is_file())
-    assert sorted(LESSONS) == labs
+    assert sorted(lessons()) == labs
     for lab in labs:
-        assert list(LESSONS[lab]) == _graded_exercises(lab), lab
+        assert list(lessons()[lab]) == _graded_exercises(lab), lab
 
 
 def test_every_anchor_is_a_heading_of_its_page():
     """Is each section's anchor the slug of a heading of its page (myst_heading_anchors), and its title that heading?"""
-    for exercises in LESSONS.values():
+    for exercises in lessons().values():
         for exercise, where in exercises.items():
             text = (REPO / f"{where.page}.md").read_text(encoding="utf-8")
             headings = {slugify(h): h for h in HEADING.findall(text) if not h.startswith("!")}
@@ -45,3 +46,11 @@ def test_the_instructor_guide_shows_the_mapping():
     """Does the instructor guide hold the mapping as the table of links the strict build checks?"""
     guide = (REPO / "book" / "guides" / "instructor.md").read_text(encoding="utf-8")
     assert markdown_table() in guide
+
+
+def test_a_link_is_on_the_site_that_config_names():
+    """Is a section's address on the site of ``_config.yml`` (html.baseurl), the one place it is set?"""
+    site = yaml.safe_load((REPO / "_config.yml").read_text())["html"]["baseurl"]
+    where = lessons()["02-self-attention"]["test_softmax"]
+    assert where.url() == f"{site}book/02-self-attention.html#softmax-and-numerical-stability"
+    assert where.url("https://example.org/") == "https://example.org/book/02-self-attention.html#" + where.anchor

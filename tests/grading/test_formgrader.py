@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from autograder.grading.grader.output.formgrader import HANDLERS, MESSAGE
+from autograder.grading.formgrader import HANDLERS, MESSAGE
 from tests.grading.helpers import REPO
 
 
