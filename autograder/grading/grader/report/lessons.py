@@ -1,11 +1,14 @@
 """Where the book teaches each lab exercise: exercise (test cell grade id) -> lecture section.
 
 The table is the course's own data, ``book/lessons.yml``, and the site's address is
-``html.baseurl`` in ``_config.yml``: both read from the course repository this package lives in,
-once. The report links an exercise's row to its section, on the published site. The instructor
-guide renders the same mapping as a table of MyST links (``markdown_table``), so the strict
-build (``-W -n``, with ``myst_heading_anchors``) fails on a page or a heading that is gone; a
-test holds that every exercise of every lab has an entry and that the guide's table is this one.
+``html.baseurl`` in ``_config.yml``, both read once from the course: the repository this package
+lives in (an editable install, as ``make venv`` makes it), else the current folder (a course
+root, where the package is installed from its wheel, as on the hub); where neither holds them,
+no exercise is mapped. The report links an exercise's row to its section, on the published site.
+The instructor guide renders the same mapping as a table of MyST links (``markdown_table``), so
+the strict build (``-W -n``, with ``myst_heading_anchors``) fails on a page or a heading that is
+gone; a test holds that every exercise of every lab has an entry and that the guide's table is
+this one.
 """
 
 from __future__ import annotations
@@ -16,8 +19,17 @@ from typing import NamedTuple
 
 from autograder.authoring import ROOT, course_site
 
-TABLE = Path("book") / "lessons.yml"  # from the course repository's root
-_site = functools.cache(course_site)  # read once a process
+TABLE = Path("book") / "lessons.yml"  # from the course's root
+
+
+def course_root() -> Path | None:
+    """The course whose table and site the report uses: the package's repository, else the current folder."""
+    return next((r for r in (ROOT, Path.cwd()) if (r / TABLE).is_file() and (r / "_config.yml").is_file()), None)
+
+
+@functools.cache
+def _site() -> str:
+    return course_site(course_root() or ROOT)
 
 
 class Lesson(NamedTuple):
@@ -33,10 +45,14 @@ class Lesson(NamedTuple):
 
 
 @functools.cache
-def lessons(root: Path = ROOT) -> dict[str, dict[str, Lesson]]:
-    """Lab -> exercise -> the section that teaches it, as ``book/lessons.yml`` under ``root`` says."""
+def lessons(root: Path | None = None) -> dict[str, dict[str, Lesson]]:
+    """Lab -> exercise -> the section that teaches it, as ``book/lessons.yml`` under ``root`` (the
+    course's, when None) says; empty where there is no course."""
     import yaml
 
+    root = root or course_root()
+    if root is None:
+        return {}
     table = yaml.safe_load((root / TABLE).read_text(encoding="utf-8"))
     return {
         lab: {ex: Lesson(f"book/{s['page']}", s["anchor"], s["heading"]) for ex, s in exercises.items()}

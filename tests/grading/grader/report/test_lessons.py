@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import yaml
 from mdit_py_plugins.anchors.index import slugify
 
+from autograder.grading.grader.report import lessons as lessons_module
 from autograder.grading.grader.report.lessons import lessons, markdown_table
 from tests.grading.grader.report import report_class
 
@@ -54,3 +56,17 @@ def test_a_link_is_on_the_site_that_config_names():
     where = lessons()["02-self-attention"]["test_softmax"]
     assert where.url() == f"{site}book/02-self-attention.html#softmax-and-numerical-stability"
     assert where.url("https://example.org/") == "https://example.org/book/02-self-attention.html#" + where.anchor
+
+
+def test_the_course_is_found_beside_the_package_or_in_the_current_folder(monkeypatch, tmp_path):
+    """With the package installed from its wheel (no course beside it), is the table read from the
+    course root the command runs in, and is every exercise unmapped, not an error, outside a course?"""
+    monkeypatch.setattr(lessons_module, "ROOT", tmp_path / "site-packages")
+    monkeypatch.chdir(tmp_path)
+    assert lessons_module.course_root() is None
+    assert lessons_module.lessons.__wrapped__() == {}
+    (tmp_path / "book").mkdir()
+    shutil.copy(REPO / "book" / "lessons.yml", tmp_path / "book" / "lessons.yml")
+    shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    assert lessons_module.course_root() == tmp_path
+    assert lessons_module.lessons.__wrapped__() == lessons()
