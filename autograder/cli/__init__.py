@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     from autograder.grading import course
 
     root = course.find_root(args.course)
-    if args.command == "grade":
+    if args.command == "grade":  # grade turns its own errors into messages and exit statuses
         return grade.run(root, args)
     try:  # a lab name that is not in the course: the message, not a traceback
         return COURSE_COMMANDS[args.command].run(root, args)
