@@ -1,7 +1,7 @@
 """Does the package keep its shape: no import circle, the grader's side apart from the sandboxed
 side (autograder/grading/__init__.py), the grader's stations in the order a submission travels,
-short modules and functions, no standard-library names, no twin classes, nbgrader's cell metadata
-read in one module?
+short modules and functions, no standard-library names, the command lines in one package, no twin
+classes, nbgrader's cell metadata read in one module?
 
 Read with ``ast`` alone: no module of ``autograder`` is imported here, so a module that
 would misbehave on import cannot hide its own imports."""
@@ -210,6 +210,29 @@ def test_no_module_is_named_like_the_standard_library() -> None:
     script run from its folder, or a reader, would confuse with it)?"""
     clashes = [name for name, path in modules().items() if path.stem in sys.stdlib_module_names]
     assert clashes == []
+
+
+COMMAND_LINE = "autograder.cli"  # python -m autograder COMMAND: every command's parser, one module each
+OWN_COMMAND_LINE = (f"{SANDBOXED}.launcher",)  # a tool the grader starts by module name, not a command
+
+
+def test_command_lines_are_made_in_autograder_cli() -> None:
+    """Does any module outside autograder/cli/ (the course's commands, one module each) import argparse,
+    apart from the sandbox's launcher (OWN_COMMAND_LINE: started by module name inside bubblewrap, not a
+    command of the course)?"""
+    outside = [
+        name
+        for name, path in modules().items()
+        if not _on_side(name, COMMAND_LINE)
+        and name not in OWN_COMMAND_LINE
+        and any(
+            target == "argparse" or target.startswith("argparse.")
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target in _imported(node, name, path.name == "__init__.py")
+        )
+    ]
+    assert outside == []
 
 
 def test_no_two_grading_classes_share_a_name() -> None:

@@ -3,7 +3,7 @@
 ``TrainRecipe`` holds what ``python -m autograder train`` does when given no flag: the task,
 the model's size, the optimizer's schedule, the device and precision, evaluation and
 checkpoints. The command's flags, their defaults and their help are made from its fields
-(``add_flags``); ``make train`` runs it with no flag; the appendix prints it; the figures the
+(``autograder.cli.train``); ``make train`` runs it with no flag; the appendix prints it; the figures the
 course quotes come from runs of it (``benchmarks/results/``).
 
 ``TransformerConfig`` and ``TrainConfig`` keep their own defaults (the paper's sizes, which the
@@ -14,7 +14,6 @@ trains in a minute or two on a CPU, and it builds those two configs (``model_con
 
 from __future__ import annotations
 
-import argparse
 import textwrap
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,9 +30,6 @@ __all__ = [
     "TRAINER_DEFAULTS",
     "TRAIN_RECIPE",
     "TrainRecipe",
-    "add_flags",
-    "from_args",
-    "given_flags",
 ]
 
 # With --resume these come from the checkpoint, and a flag that sets one is ignored (with a warning).
@@ -171,79 +167,3 @@ TRAINER_DEFAULTS = ("eval_batch_size", "compile_plan", "bucket")
 TRAIN_RECIPE = TrainRecipe()  # the course's run: what `make train` does and what its quoted figures come from
 # What a checkpoint's train_config gives a resumed run (the rest of the recipe's SAVED fields: its task and model).
 OPTIMIZATION_FIELDS = ("batch_size", "warmup", "lr_factor", "smoothing", "clip_norm", "seed")
-
-
-# ----------------------------------------------------------------------------- flags
-
-
-def _flag_type(value: Any) -> Any:
-    """The argparse type of a field from its default (None fields: the type their flag reads)."""
-    return {bool: None, int: int, float: float, str: str}.get(type(value))
-
-
-class _Store(argparse.Action):
-    """Store the value and note that the flag was given (``given_flags``)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.given_flags = namespace.given_flags | {self.dest}
-
-
-class _Switch(argparse.BooleanOptionalAction):
-    """``--name`` / ``--no-name``, noting that the flag was given."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, values, option_string)
-        namespace.given_flags = namespace.given_flags | {self.dest}
-
-
-_FLAG_TYPES = {"stop_at": float, "out": Path}  # fields whose default None says nothing of their type
-
-
-def _help(f: Any, default: Any) -> str:
-    shown = f.metadata["shown"]
-    if shown is None:
-        shown = ("on" if default else "off") if isinstance(default, bool) else str(default)
-    note = {SAVED: "; with --resume the checkpoint's", KEPT: ""}.get(f.metadata["resume"], "")
-    return f"{f.metadata['help']} (default: {shown}{note})".replace("%", "%%")
-
-
-def add_flags(parser: argparse.ArgumentParser, recipe: TrainRecipe = TRAIN_RECIPE) -> None:
-    """One flag for each field of ``recipe`` (``--d-model`` for ``d_model``), defaulting to its value."""
-    parser.set_defaults(given_flags=frozenset())
-    for f in fields(recipe):
-        default = getattr(recipe, f.name)
-        name, extra = "--" + f.name.replace("_", "-"), dict(f.metadata["flag"])
-        if isinstance(default, bool):
-            parser.add_argument(name, action=_Switch, default=default, help=_help(f, default), **extra)
-            continue
-        kind = _FLAG_TYPES.get(f.name) or _flag_type(default)
-        if kind is not None and "choices" not in extra:
-            extra["type"] = kind
-        parser.add_argument(name, action=_Store, default=default, help=_help(f, default), **extra)
-
-
-def from_args(args: argparse.Namespace) -> TrainRecipe:
-    """The recipe that parsed flags describe (each unset flag holds its recipe default)."""
-    return TrainRecipe(**{f.name: getattr(args, f.name) for f in fields(TrainRecipe)})
-
-
-def given_flags(args: argparse.Namespace, resume: str | None = None) -> list[str]:
-    """The recipe fields set on the command line, in the recipe's order; with ``resume``, only
-    those whose ``--resume`` behaviour is that (SAVED: ignored; KEPT: kept unless given)."""
-    given: frozenset[str] = getattr(args, "given_flags", frozenset())
-    return [
-        f.name for f in fields(TrainRecipe) if f.name in given and (resume is None or f.metadata["resume"] == resume)
-    ]

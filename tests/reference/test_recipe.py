@@ -1,81 +1,12 @@
-"""Tests of the training recipe (autograder/reference/recipe.py) and the flags made from it."""
+"""Tests of the training recipe (autograder/reference/recipe.py); the flags made from it are tested in
+tests/cli/test_train.py."""
 
-import argparse
 import dataclasses
-from pathlib import Path
 
-import pytest
-
-from autograder import cli
 from autograder.reference import recipe
 from autograder.reference.model import TransformerConfig
 from autograder.reference.recipe import TRAIN_RECIPE, TrainRecipe
 from autograder.reference.train import TrainConfig
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _train_parser() -> argparse.ArgumentParser:
-    parser = cli._parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["train"]
-
-
-def _flag(parser: argparse.ArgumentParser, name: str) -> argparse.Action:
-    return next(a for a in parser._actions if a.dest == name)
-
-
-def test_every_field_has_a_flag_whose_default_is_the_recipes():
-    """Does `train` have one flag for each field of the recipe, named after it, defaulting to its value,
-    with help that states that default?"""
-    parser = _train_parser()
-    for field in dataclasses.fields(TrainRecipe):
-        action = _flag(parser, field.name)
-        assert "--" + field.name.replace("_", "-") in action.option_strings, field.name
-        assert parser.get_default(field.name) == getattr(TRAIN_RECIPE, field.name), field.name
-        assert action.help and "(default: " in action.help, field.name
-    assert recipe.from_args(parser.parse_args([])) == TRAIN_RECIPE
-
-
-def test_a_changed_recipe_changes_the_parser(monkeypatch):
-    """Does the command line follow the recipe: a changed field, a changed default and help?"""
-    monkeypatch.setattr(recipe, "TRAIN_RECIPE", dataclasses.replace(TRAIN_RECIPE, d_model=96, warmup=7))
-    parser = _train_parser()
-    assert parser.get_default("d_model") == 96 and "(default: 96" in _flag(parser, "d_model").help
-    assert recipe.from_args(parser.parse_args([])).warmup == 7
-
-
-def test_flags_set_the_recipe_and_are_noted():
-    """Do flags reach the recipe with their types, and are the ones given (and only they) noted, split by
-    what --resume does with them?"""
-    args = _train_parser().parse_args(
-        [
-            "--d-model",
-            "32",
-            "--dropout",
-            "0.2",
-            "--amp",
-            "bf16",
-            "--no-progress",
-            "--compile",
-            "--steps",
-            "9",
-            "--out",
-            "x.pt",
-        ]
-    )
-    got = recipe.from_args(args)
-    assert (got.d_model, got.dropout, got.amp, got.progress, got.compile, got.steps, got.out) == (
-        32,
-        0.2,
-        "bf16",
-        False,
-        "inductor",
-        9,
-        Path("x.pt"),
-    )
-    assert recipe.given_flags(args, recipe.SAVED) == ["d_model", "dropout"]
-    assert recipe.given_flags(args, recipe.KEPT) == ["amp"]
 
 
 def test_the_recipe_builds_the_configs_without_changing_their_defaults():
@@ -136,20 +67,3 @@ def test_the_model_has_room_for_a_captured_steps_padding():
     max_len = TRAIN_RECIPE.model_config(task).max_len
     assert max_len % TrainConfig.bucket == 0 and longest <= max_len < longest + TrainConfig.bucket, (longest, max_len)
     assert longest % TrainConfig.bucket != 0  # else this task would not show the rounding
-
-
-def test_make_train_adds_no_flag_of_its_own():
-    """Does `make train` run the recipe as it is (no flag in the Makefile that could disagree with it)?"""
-    import subprocess
-
-    dry = subprocess.run(["make", "-n", "train", "STAMP="], cwd=ROOT, capture_output=True, text=True, check=True)
-    line = next(x for x in dry.stdout.splitlines() if "-m autograder train" in x)
-    assert line.split("-m autograder train", 1)[1].strip() == ""
-
-
-@pytest.mark.parametrize("field", ["task", "amp", "device"])
-def test_choices_refuse_a_wrong_value(field, capsys):
-    """Is a value outside a field's choices refused by the parser, naming the flag?"""
-    with pytest.raises(SystemExit):
-        _train_parser().parse_args([f"--{field}", "nonsense"])
-    assert f"--{field}" in capsys.readouterr().err
