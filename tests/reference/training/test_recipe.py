@@ -1,4 +1,4 @@
-"""Tests of the training recipe (autograder/reference/recipe.py) and the flags made from it."""
+"""Tests of the training recipe (autograder/reference/training/recipe.py) and the flags made from it."""
 
 import argparse
 import dataclasses
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.reference import recipe
 from autograder.reference.model import TransformerConfig
-from autograder.reference.recipe import TRAIN_RECIPE, TrainRecipe
-from autograder.reference.train import TrainConfig
+from autograder.reference.training import recipe
+from autograder.reference.training.recipe import TRAIN_RECIPE, TrainRecipe
+from autograder.reference.training.train import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from autograder.data import make_task
-from autograder.reference import captured, checkpoint
 from autograder.reference.loss import label_smoothed_loss, noam_lr
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.stream import pad_to_bucket
-from autograder.reference.train import TrainConfig, make_optimizer, step_function, train, training_batches
+from autograder.reference.training import captured, checkpoint
+from autograder.reference.training.stream import pad_to_bucket
+from autograder.reference.training.train import TrainConfig, make_optimizer, step_function, train, training_batches
 
 TOLERANCE = 1e-5
 STEPS = 8
