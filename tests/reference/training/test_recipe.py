@@ -12,7 +12,7 @@ from autograder.reference.training import recipe
 from autograder.reference.training.recipe import TRAIN_RECIPE, TrainRecipe
 from autograder.reference.training.train import TrainConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _train_parser() -> argparse.ArgumentParser:
