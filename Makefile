@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 1
 SUBMISSIONS ?= submitted
-# flags that change chapter 8's recipe (autograder/reference/recipe.py; python -m autograder train --help)
+# flags that change chapter 8's recipe (autograder/reference/training/recipe.py; python -m autograder train --help)
 TRAIN_ARGS ?=
 
 .PHONY: help venv book serve lint test test-fast test-gpu release lab grade demo train bench map clean
@@ -62,7 +62,7 @@ grade: $(STAMP)  ## grade every submission in $(SUBMISSIONS) (a folder or an LMS
 demo: $(STAMP)  ## grade a small example class (four students of the warm-up lab) in demo/ and print where its results are
 	$(BIN)/python -m autograder demo
 
-train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
+train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/training/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
 	$(BIN)/python -m autograder train $(TRAIN_ARGS)
 
 bench: $(STAMP)  ## run the benchmarks (ratios against PyTorch's own modules)

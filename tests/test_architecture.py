@@ -1,7 +1,8 @@
 """Does the package keep its shape: no import circle, the grader's side apart from the sandboxed
-side (autograder/grading/__init__.py), the grader's stations in the order a submission travels,
-short modules and functions, no standard-library names, the command lines in one package, no twin
-classes, nbgrader's cell metadata read in one module?
+side (autograder/grading/__init__.py), the reference's teaching path apart from its training hall
+and its oracles, the grader's stations in the order a submission travels, short modules and
+functions, no standard-library names, the command lines in one package, no twin classes,
+nbgrader's cell metadata read in one module?
 
 Read with ``ast`` alone: no module of ``autograder`` is imported here, so a module that
 would misbehave on import cannot hide its own imports."""
@@ -145,6 +146,40 @@ def test_the_grader_side_never_imports_the_sandboxed_side() -> None:
             if _on_side(target, SANDBOXED):
                 crossings[name] = f"{target} (imported by {via})"
     assert crossings == {}
+
+
+REFERENCE = "autograder.reference"
+# Beside the teaching path (one module per idea, shown by the book): the training hall and the oracles.
+BESIDE_THE_TEACHING_PATH = (f"{REFERENCE}.training", f"{REFERENCE}.oracles")
+
+
+def teaching_path_imports_beside_it(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module of the teaching path -> the modules of BESIDE_THE_TEACHING_PATH it imports, directly."""
+    found: dict[str, list[str]] = {}
+    for name, targets in graph.items():
+        if not _on_side(name, REFERENCE) or any(_on_side(name, hall) for hall in BESIDE_THE_TEACHING_PATH):
+            continue
+        beside = sorted(t for t in targets if any(_on_side(t, hall) for hall in BESIDE_THE_TEACHING_PATH))
+        if beside:
+            found[name] = beside
+    return found
+
+
+def test_the_teaching_path_imports_nothing_beside_it() -> None:
+    """Does a module of the reference's teaching path (``autograder/reference/``, the package's
+    ``__init__`` included) import the training hall or the oracles, which build on it (a lecture's
+    module would then drag training or ``nn.Transformer`` along)?"""
+    graph = import_graph()
+    assert all(hall in graph for hall in BESIDE_THE_TEACHING_PATH), "the training hall and the oracles are packages"
+    assert teaching_path_imports_beside_it(graph) == {}
+
+
+def test_a_teaching_module_importing_training_is_found() -> None:
+    """Would the rule above see the package's ``__init__`` and a lecture's module importing training
+    or an oracle, and let training import the teaching path?"""
+    step, baseline = f"{REFERENCE}.training.step", f"{REFERENCE}.oracles.baseline"
+    graph = {REFERENCE: {step}, f"{REFERENCE}.decode": {baseline, f"{REFERENCE}.model"}, step: {REFERENCE}}
+    assert teaching_path_imports_beside_it(graph) == {REFERENCE: [step], f"{REFERENCE}.decode": [baseline]}
 
 
 def station_of(name: str) -> str | None:

@@ -27,7 +27,7 @@ from autograder.checks.core import (
     random_tensor,
 )
 from autograder.checks.weights import load_reference_weights
-from autograder.reference.interop import torch_mha_from
+from autograder.reference.oracles.interop import torch_mha_from
 
 _SPLIT_OPS = ["autograder.reference.split_heads"]
 _MERGE_OPS = ["autograder.reference.merge_heads"]

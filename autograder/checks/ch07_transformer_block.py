@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from autograder import reference
 from autograder.checks import variants as v
@@ -30,7 +30,7 @@ from autograder.checks.ch07_sublayers import (
 from autograder.checks.ch07_sublayers import make_candidate, seeded_layer
 from autograder.checks.core import call, check, dtype_name, expect_close, forbidden, random_tensor
 from autograder.checks.dropout import expect_dropout
-from autograder.reference.interop import torch_layer_from
+from autograder.reference.oracles.interop import torch_attn_mask, torch_layer_like
 
 _LAYER_OPS = [
     "autograder.reference.EncoderLayer",
@@ -49,29 +49,6 @@ _BUILD_LAYER = (
     "Build the layer from reference.MultiHeadAttention, reference.LayerNorm (or nn.LayerNorm) "
     "and reference.PositionwiseFeedForward, with residual connections of your own."
 )
-
-
-# ----------------------------------------------------------------------------- PyTorch's layers
-
-
-def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk: int) -> Tensor | None:
-    """Our mask (True = may attend, broadcastable to ``(B, H, Lq, Lk)``) as the ``attn_mask``
-    of PyTorch's layers: ``(B * H, Lq, Lk)`` with True = blocked."""
-    if mask is None:
-        return None
-    return ~mask.expand(batch, num_heads, lq, lk).reshape(batch * num_heads, lq, lk)  # (B*H, Lq, Lk)
-
-
-def torch_layer_like(layer: v.Layer) -> nn.Module:
-    """PyTorch's own layer (batch first, ReLU, no dropout) holding the weights of a
-    reference ``EncoderLayer`` or ``DecoderLayer``: q/k/v are packed into ``in_proj_weight``."""
-    return torch_layer_from(
-        layer,
-        layer.self_attn.num_heads,
-        decoder=hasattr(layer, "cross_attn"),
-        norm_first=layer.norm_first,
-        eps=layer.norm1.eps,
-    ).eval()
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -35,7 +35,7 @@ from autograder.checks.core import (
 )
 from autograder.checks.doubles import sgd_with_noam
 from autograder.data import BOS_ID, EOS_ID, PAD_ID
-from autograder.reference import train as reference_train
+from autograder.reference.training import train as reference_train
 
 # ----------------------------------------------------------------------------- Noam schedule
 
@@ -160,7 +160,7 @@ def check_train_step(train_step, seed: int = 0) -> None:
     data, smoothing = _step_batches(seed), 0.1
     expected = _reference_steps(base, data, smoothing)
     mistakes = _step_mistakes(base, data, smoothing)
-    forbid = ["autograder.reference.train.train_step", "autograder.reference.train.train"]
+    forbid = ["autograder.reference.training.train.train_step", "autograder.reference.training.train.train"]
     with forbidden(train_step, forbid, instead=_BUILD_STEP):
         steps = beside(train_step, _candidate_steps, config, base.state_dict(), data, smoothing)
     for k, (src, tgt) in enumerate(data):

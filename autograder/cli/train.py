@@ -2,11 +2,11 @@
 appendix).
 
 The flags, their defaults and their help are made from the fields of
-``autograder.reference.recipe.TrainRecipe`` (``add_flags``), and note which were given: with
+``autograder.reference.training.recipe.TrainRecipe`` (``add_flags``), and note which were given: with
 ``--resume`` the checkpoint's recipe overrules some of them and keeps others unless given.
 
 The run has three parts, one function each: set up (the device, the task and the model, from the
-recipe or from a checkpoint, started as a run by ``autograder.reference.train.start_run``, which
+recipe or from a checkpoint, started as a run by ``autograder.reference.training.train.start_run``, which
 decides the precision), train (``train_run``, timed), and report (the held-out test exact match of
 the best validated weights, on rank 0 only). torch is imported when the command runs, or when its
 flags are made, never when the command line starts for another command.
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from autograder.reference.recipe import TrainRecipe
-    from autograder.reference.train import Run
+    from autograder.reference.training.recipe import TrainRecipe
+    from autograder.reference.training.train import Run
 
 
 def add_parser(sub: Any, flags: bool = True) -> None:
@@ -34,8 +34,8 @@ def add_parser(sub: Any, flags: bool = True) -> None:
     train = sub.add_parser(
         "train",
         help="train the encoder-decoder of chapter 8 and write a checkpoint that resumes exactly",
-        description="Train the chapter 8 model with its recipe (autograder.reference.recipe), print the held-out "
-        "exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
+        description="Train the chapter 8 model with its recipe (autograder.reference.training.recipe), "
+        "print the held-out exact match, and write one checkpoint file. Several processes: torchrun --nproc_per_node N "
         "-m autograder train ... (data parallel; each process takes its share of the batch).",
     )
     train.add_argument(
@@ -46,14 +46,14 @@ def add_parser(sub: Any, flags: bool = True) -> None:
         help="go on from this checkpoint: model, recipe and data come from it; --steps is the total",
     )
     if flags:
-        from autograder.reference import recipe
+        from autograder.reference.training import recipe
 
         add_flags(train, recipe.TRAIN_RECIPE)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the recipe that the flags describe."""
-    from autograder.reference import recipe
+    from autograder.reference.training import recipe
 
     return run_recipe(
         from_args(args),
@@ -101,7 +101,7 @@ _FLAG_TYPES = {"stop_at": float, "out": Path}  # fields whose default None says 
 
 
 def _help(f: Field[Any], default: Any) -> str:
-    from autograder.reference.recipe import KEPT, SAVED
+    from autograder.reference.training.recipe import KEPT, SAVED
 
     shown = f.metadata["shown"]
     if shown is None:
@@ -127,7 +127,7 @@ def add_flags(parser: argparse.ArgumentParser, recipe: TrainRecipe) -> None:
 
 def from_args(args: argparse.Namespace) -> TrainRecipe:
     """The recipe that parsed flags describe (each unset flag holds its recipe default)."""
-    from autograder.reference.recipe import TrainRecipe
+    from autograder.reference.training.recipe import TrainRecipe
 
     return TrainRecipe(**{f.name: getattr(args, f.name) for f in fields(TrainRecipe)})
 
@@ -135,7 +135,7 @@ def from_args(args: argparse.Namespace) -> TrainRecipe:
 def given_flags(args: argparse.Namespace, resume: str | None = None) -> list[str]:
     """The recipe fields set on the command line, in the recipe's order; with ``resume``, only
     those whose ``--resume`` behaviour is that (SAVED: ignored; KEPT: kept unless given)."""
-    from autograder.reference.recipe import TrainRecipe
+    from autograder.reference.training.recipe import TrainRecipe
 
     given: frozenset[str] = getattr(args, "given_flags", frozenset())
     return [
@@ -161,9 +161,9 @@ def run_recipe(
     """
     import torch
 
-    from autograder.reference import checkpoint, distributed
     from autograder.reference.device import best_device
-    from autograder.reference.recipe import OPTIMIZATION_FIELDS
+    from autograder.reference.training import checkpoint, distributed
+    from autograder.reference.training.recipe import OPTIMIZATION_FIELDS
 
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
@@ -204,9 +204,9 @@ def _set_up(
     import torch
 
     from autograder.data import make_task
-    from autograder.reference import checkpoint, distributed
     from autograder.reference.model import EncoderDecoder
-    from autograder.reference.train import start_run
+    from autograder.reference.training import checkpoint, distributed
+    from autograder.reference.training.train import start_run
 
     spec = dict(state["task"]) if state is not None else recipe.task_spec()
     task = make_task(**spec)
@@ -224,8 +224,8 @@ def _set_up(
 
 def _train(run: Run, say: Callable[..., None]) -> float:
     """Describe the run, train it, and return the seconds it took (the processes are torn down after)."""
-    from autograder.reference import distributed
-    from autograder.reference.train import train_run
+    from autograder.reference.training import distributed
+    from autograder.reference.training.train import train_run
 
     config, model, device = run.config, run.model, run.device
     say(run.task.describe())
@@ -258,8 +258,8 @@ def _progress(step: int, metrics: dict) -> None:
 def _report(run: Run, seconds: float, say: Callable[..., None]) -> None:
     """The held-out test exact match of the best validated weights, which the checkpoint keeps
     beside the last state, and where the checkpoint is."""
-    from autograder.reference import checkpoint
-    from autograder.reference.train import evaluate
+    from autograder.reference.training import checkpoint
+    from autograder.reference.training.train import evaluate
 
     assert run.out is not None, "_set_up always names the checkpoint"
     saved_state = checkpoint.load(run.out)

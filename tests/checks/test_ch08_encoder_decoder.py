@@ -565,7 +565,7 @@ def step_zero_grad_last(model, src, tgt, optimizer, scheduler, smoothing, pad_id
 
 
 def step_reference(model, src, tgt, optimizer, scheduler, smoothing, pad_id):
-    from autograder.reference.train import train_step
+    from autograder.reference.training.train import train_step
 
     return train_step(model, src, tgt, optimizer, scheduler, smoothing, pad_id)
 

@@ -12,8 +12,8 @@ import torch
 
 from autograder import cli
 from autograder.cli import train
-from autograder.reference import recipe
-from autograder.reference.recipe import TRAIN_RECIPE, TrainRecipe
+from autograder.reference.training import recipe
+from autograder.reference.training.recipe import TRAIN_RECIPE, TrainRecipe
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [

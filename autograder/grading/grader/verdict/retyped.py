@@ -170,9 +170,12 @@ def _reference_index() -> dict[str, str]:
     import autograder.reference as package
 
     index: dict[str, str] = {}
-    for path in sorted(Path(next(iter(package.__path__))).glob("*.py")):
+    root = Path(next(iter(package.__path__)))
+    for path in sorted(root.rglob("*.py")):  # the teaching path, training/ and oracles/
         tree = _parse(path.read_text(encoding="utf-8"))
-        module = f"autograder.reference.{path.stem}".removesuffix(".__init__")
+        module = ".".join(["autograder.reference", *path.relative_to(root).with_suffix("").parts]).removesuffix(
+            ".__init__"
+        )
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.ClassDef):
                 for item in node.body:

@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from autograder.data import make_task
-from autograder.reference import captured, checkpoint
 from autograder.reference.loss import label_smoothed_loss, noam_lr
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.stream import pad_to_bucket
-from autograder.reference.train import TrainConfig, make_optimizer, step_function, train, training_batches
+from autograder.reference.training import captured, checkpoint
+from autograder.reference.training.stream import pad_to_bucket
+from autograder.reference.training.train import TrainConfig, make_optimizer, step_function, train, training_batches
 
 TOLERANCE = 1e-5
 STEPS = 8
@@ -288,7 +288,7 @@ def test_cuda_tests_collect_without_the_course_tools():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     code = (
         "import sys\n"
         f"sys.modules.update(dict.fromkeys({NOT_ON_A_GPU_MACHINE!r}))  # None: any import of them fails\n"

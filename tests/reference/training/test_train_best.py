@@ -4,10 +4,10 @@ import torch
 
 from autograder import cli
 from autograder.data import make_task
-from autograder.reference import checkpoint
-from autograder.reference import train as training
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import TrainConfig, train
+from autograder.reference.training import checkpoint
+from autograder.reference.training import train as training
+from autograder.reference.training.train import TrainConfig, train
 
 TASK = dict(num_train=60, num_valid=10, num_test=0, seed=0, num_symbols=6, max_len=6)
 # validation exact match at steps 2, 4, 6, 8: the best is at step 4, and the run ends worse

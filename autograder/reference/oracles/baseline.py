@@ -21,10 +21,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from autograder.reference.interop import layer_state_to_torch
 from autograder.reference.kvcache import DecoderCache
 from autograder.reference.masks import causal_mask, padding_mask, to_pytorch_mask
 from autograder.reference.model import EncoderDecoder, TransformerConfig
+from autograder.reference.oracles.interop import layer_state_to_torch
 
 
 class TorchTransformer(EncoderDecoder):
@@ -76,13 +76,7 @@ class TorchTransformer(EncoderDecoder):
         memory = self.encoder(self._positions(self.src_embed(src)), src_key_padding_mask=blocked)
         return memory, src_mask
 
-    def decode(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        cache: DecoderCache | None = None,
-    ) -> Tensor:
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None) -> Tensor:
         """``(B, T)`` ids -> logits ``(B, T, V)``; the whole prefix every call (no cache)."""
         if cache is not None:
             raise NotImplementedError("TorchTransformer has no key/value cache: decode with use_cache=False")

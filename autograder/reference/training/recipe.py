@@ -21,7 +21,7 @@ from typing import Any
 
 from autograder.data import TASK_NAMES, Task
 from autograder.reference.model import TransformerConfig
-from autograder.reference.train import AMP_MODES, AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
+from autograder.reference.training.train import AMP_MODES, AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig
 
 __all__ = [
     "KEPT",

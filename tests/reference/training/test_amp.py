@@ -1,4 +1,4 @@
-"""Tests of mixed precision in autograder.reference.train, proven on the CPU.
+"""Tests of mixed precision in autograder.reference.training.train, proven on the CPU.
 
 The CPU runs the same autocast code as CUDA with ``device.type`` swapped: bfloat16, and
 float16 with a GradScaler. A few steps from the same weights on the same batches must
@@ -10,7 +10,7 @@ import torch
 
 from autograder.data import make_task
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import (
+from autograder.reference.training.train import (
     TrainConfig,
     amp_dtype,
     autocast_for,

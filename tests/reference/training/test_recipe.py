@@ -1,12 +1,12 @@
-"""Tests of the training recipe (autograder/reference/recipe.py); the flags made from it are tested in
+"""Tests of the training recipe (autograder/reference/training/recipe.py); the flags made from it are tested in
 tests/cli/test_train.py."""
 
 import dataclasses
 
-from autograder.reference import recipe
 from autograder.reference.model import TransformerConfig
-from autograder.reference.recipe import TRAIN_RECIPE, TrainRecipe
-from autograder.reference.train import TrainConfig
+from autograder.reference.training import recipe
+from autograder.reference.training.recipe import TRAIN_RECIPE, TrainRecipe
+from autograder.reference.training.train import TrainConfig
 
 
 def test_the_recipe_builds_the_configs_without_changing_their_defaults():

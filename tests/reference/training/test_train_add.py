@@ -12,7 +12,7 @@ import torch
 
 from autograder.data import make_task
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import TrainConfig, evaluate, train
+from autograder.reference.training.train import TrainConfig, evaluate, train
 
 STATED = 0.8
 

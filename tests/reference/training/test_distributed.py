@@ -1,4 +1,4 @@
-"""Tests of data-parallel training (autograder.reference.distributed) on the CPU with gloo."""
+"""Tests of data-parallel training (autograder.reference.training.distributed) on the CPU with gloo."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autograder import cli
-from autograder.reference import distributed
+from autograder.reference.training import distributed
 
 # The reverse task has targets of many lengths, and a batch of 15 splits into 8 + 7 pairs: the two
 # halves hold different numbers of target tokens, which is where a wrong loss average shows.

@@ -1,12 +1,12 @@
-"""Tests of autograder.reference.checkpoint: one file, and a resume that changes nothing."""
+"""Tests of autograder.reference.training.checkpoint: one file, and a resume that changes nothing."""
 
 import pytest
 import torch
 
 from autograder.data import make_task
-from autograder.reference import checkpoint
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import TrainConfig, TrainingBatches, train
+from autograder.reference.training import checkpoint
+from autograder.reference.training.train import TrainConfig, TrainingBatches, train
 
 # 150 pairs in batches of 16: an epoch is 10 batches, so a stop at step 7 and the run on to 16
 # cross an epoch boundary after the resume; dropout makes the random generators matter.

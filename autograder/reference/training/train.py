@@ -7,9 +7,9 @@ warmup-then-inverse-square-root ("Noam") learning rate, label smoothing, teacher
 forcing. Gradient clipping is our addition: it keeps a rare bad batch from undoing
 the warmup. The trainer knows nothing of the model beyond ``model(src, tgt_in)``,
 ``model.config.d_model`` and what ``greedy_decode`` needs. The same loop runs alone or as
-one of several data-parallel processes (``autograder.reference.distributed``), and saves
-checkpoints that resume exactly (``autograder.reference.checkpoint``). One step is in
-``autograder.reference.step``, the settings in ``autograder.reference.train_config``; both
+one of several data-parallel processes (``autograder.reference.training.distributed``), and saves
+checkpoints that resume exactly (``autograder.reference.training.checkpoint``). One step is in
+``autograder.reference.training.step``, the settings in ``autograder.reference.training.train_config``; both
 are importable from here.
 """
 
@@ -26,19 +26,19 @@ from torch import Tensor, nn
 from tqdm import tqdm  # text bars only: tqdm.auto would draw notebook widgets
 
 from autograder.data import Task
-from autograder.reference import checkpoint, distributed
 from autograder.reference.device import best_device
-from autograder.reference.evaluation import evaluate
-from autograder.reference.precision import (
+from autograder.reference.training import checkpoint, distributed
+from autograder.reference.training.evaluation import evaluate
+from autograder.reference.training.precision import (
     AMP_MODES,
     AUTO_LOW_PRECISION_MIN_D_MODEL,
     amp_dtype,
     autocast_for,
     precision_name,
 )
-from autograder.reference.step import make_optimizer, step_function, train_step, training_batches
-from autograder.reference.stream import TrainingBatches, pad_to_bucket
-from autograder.reference.train_config import TrainConfig
+from autograder.reference.training.step import make_optimizer, step_function, train_step, training_batches
+from autograder.reference.training.stream import TrainingBatches, pad_to_bucket
+from autograder.reference.training.train_config import TrainConfig
 
 __all__ = [
     "AMP_MODES",

@@ -1,7 +1,8 @@
-"""One training step (chapter 8): ``train_step``, the teacher-forced step the book shows;
-``make_optimizer``, Adam with the Noam schedule; ``training_batches``; and ``step_function``,
-the step as ``train`` takes it: eager, compiled (as ``config.compile_plan`` says) or a
-replayed CUDA graph.
+"""One training step (chapter 8): ``train_step``, the teacher-forced step the book shows, and
+``optimizer_step``, its second half (backward, clipping, Adam, the schedule), which the compiled
+step takes too; ``make_optimizer``, Adam with the Noam schedule; ``training_batches``; and
+``step_function``, the step as ``train`` takes it: eager, compiled (as ``config.compile_plan``
+says) or a replayed CUDA graph.
 
 Shape letters: B batch, S source length, T target length, V vocabulary.
 """
@@ -16,11 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from autograder.data import Task
-from autograder.reference import captured, distributed
 from autograder.reference.fused import fuse
 from autograder.reference.loss import label_smoothed_loss, noam_scheduler
-from autograder.reference.stream import TrainingBatches
-from autograder.reference.train_config import TrainConfig
+from autograder.reference.training import captured, distributed
+from autograder.reference.training.stream import TrainingBatches
+from autograder.reference.training.train_config import TrainConfig
 
 
 def train_step(
@@ -64,6 +65,23 @@ def train_step(
         # numbers of target tokens, so scale this rank's token sum by world / global count.
         tokens = int((tgt_out != pad_id).sum())
         loss = loss * (tokens * world / max(distributed.all_sum(tokens), 1.0))
+    optimizer_step(loss, model, optimizer, scheduler, clip_norm=clip_norm, scaler=scaler)
+    return distributed.all_sum(loss.item()) / world if world > 1 else loss.item()
+
+
+def optimizer_step(
+    loss: Tensor,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None,
+    *,
+    clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None,
+) -> None:
+    """Backward from ``loss``, then one step: the gradients clipped, Adam, the schedule. With
+    float16's ``scaler`` the loss is scaled before backward and the gradients unscaled before
+    clipping; the scaler steps the optimizer (skipping a step whose gradients overflowed) and
+    updates its scale. The step of ``train_step`` and of the compiled forward-and-loss alike."""
     if scaler is not None:
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
@@ -78,7 +96,6 @@ def train_step(
         optimizer.step()
     if scheduler is not None:
         scheduler.step()
-    return distributed.all_sum(loss.item()) / world if world > 1 else loss.item()
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig):
@@ -124,8 +141,8 @@ def step_function(
             dtype=dtype,
             device=device,
         )
-    if config.compile is None:
-        net = distributed.wrap(model, device)
+
+    def eager(net: nn.Module) -> Callable[[Tensor, Tensor], float]:  # train_step, with the run's settings
         autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
         return lambda src, tgt: train_step(
             net,
@@ -139,47 +156,45 @@ def step_function(
             autocast=autocast,
             scaler=scaler,
         )
-    return _compiled_step(model, config, device, optimizer, scheduler, scaler, dtype, pad_id)
 
-
-def _compiled_step(
-    model: nn.Module,
-    config: TrainConfig,
-    device: torch.device,
-    optimizer,
-    scheduler,
-    scaler,
-    dtype: torch.dtype | None,
-    pad_id: int,
-) -> Callable[[Tensor, Tensor], float]:
-    """``step_function``'s step under ``torch.compile``, as ``config.compile_plan`` says: the fused
-    kernels, the whole loss compiled (one process), or the model compiled inside the eager step."""
-    backend = config.compile
-    assert backend is not None, "step_function compiles only when config.compile names a backend"
+    if (backend := config.compile) is None:
+        return eager(distributed.wrap(model, device))
     plan = captured.compile_plan(config.compile_plan)
     if plan.fused_kernels:
         fuse(model)  # in place, before the optimizer's first step: the same parameters, the same function
     if plan.whole_loss and distributed.world_size() == 1:
         loss_of = captured.compile_loss(model, backend, device, smoothing=config.smoothing, pad_id=pad_id, dtype=dtype)
-        return captured.loss_step(
+        return _loss_step(
             loss_of, model, optimizer, scheduler, clip_norm=config.clip_norm, scaler=scaler, device=device
         )
-    compiled = captured.compile_model(distributed.wrap(model, device), backend, device)
-    autocast = torch.autocast(device.type, dtype=dtype) if dtype is not None else None
+    compiled = eager(captured.compile_model(distributed.wrap(model, device), backend, device))
 
     def step(src: Tensor, tgt: Tensor) -> float:
         captured.mark_step(device)
-        return train_step(
-            compiled,
-            src,
-            tgt,
-            optimizer,
-            scheduler,
-            config.smoothing,
-            pad_id,
-            clip_norm=config.clip_norm,
-            autocast=autocast,
-            scaler=scaler,
-        )
+        return compiled(src, tgt)
+
+    return step
+
+
+def _loss_step(
+    loss_of: Callable[[Tensor, Tensor], Tensor],
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    *,
+    clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None,
+    device: torch.device,
+) -> Callable[[Tensor, Tensor], float]:
+    """The step of ``train_step`` around a compiled forward-and-loss ``loss_of``
+    (``captured.compile_loss``): ``optimizer_step`` as there; one process (several compile the model)."""
+
+    def step(src: Tensor, tgt: Tensor) -> float:
+        captured.mark_step(device)
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_of(src, tgt)
+        optimizer_step(loss, model, optimizer, scheduler, clip_norm=clip_norm, scaler=scaler)
+        return loss.item()
 
     return step

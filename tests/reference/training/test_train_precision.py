@@ -11,9 +11,10 @@ import torch
 
 from autograder import cli
 from autograder.data import make_task
-from autograder.reference import checkpoint, device
+from autograder.reference import device
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig, amp_dtype, train
+from autograder.reference.training import checkpoint
+from autograder.reference.training.train import AUTO_LOW_PRECISION_MIN_D_MODEL, TrainConfig, amp_dtype, train
 
 CUDA = torch.device("cuda")
 TINY = [

@@ -5,13 +5,18 @@ one ``in_proj_weight`` of shape ``(3 D, D)`` and names the sublayers of its
 Transformer layers differently; these functions do the mapping once. Any module with
 the reference's parameter names (a student's included) can be converted.
 
-Remember that PyTorch's boolean masks mean True = blocked (``to_pytorch_mask``).
+Remember that PyTorch's boolean masks mean True = blocked (``to_pytorch_mask``; for the
+``attn_mask`` of PyTorch's layers, ``torch_attn_mask``).
+
+Shape letters: B batch, H heads, Lq query length, Lk key length, D d_model.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import nn
+from torch import Tensor, nn
+
+from autograder.reference.layers import DecoderLayer, EncoderLayer
 
 
 def _mha_state(state: dict[str, torch.Tensor], prefix: str, torch_prefix: str) -> dict[str, torch.Tensor]:
@@ -74,3 +79,23 @@ def torch_layer_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first:
     )
     theirs.load_state_dict(layer_state_to_torch(state, "", decoder))
     return theirs.to(state["ff.linear1.weight"])
+
+
+def torch_layer_like(layer: EncoderLayer | DecoderLayer) -> nn.Module:
+    """PyTorch's own layer (batch first, ReLU, no dropout) holding the weights of a
+    reference ``EncoderLayer`` or ``DecoderLayer``: q/k/v are packed into ``in_proj_weight``."""
+    return torch_layer_from(
+        layer,
+        layer.self_attn.num_heads,
+        decoder=hasattr(layer, "cross_attn"),
+        norm_first=layer.norm_first,
+        eps=layer.norm1.eps,
+    ).eval()
+
+
+def torch_attn_mask(mask: Tensor | None, batch: int, num_heads: int, lq: int, lk: int) -> Tensor | None:
+    """Our mask (True = may attend, broadcastable to ``(B, H, Lq, Lk)``) as the ``attn_mask``
+    of PyTorch's layers: ``(B * H, Lq, Lk)`` with True = blocked."""
+    if mask is None:
+        return None
+    return ~mask.expand(batch, num_heads, lq, lk).reshape(batch * num_heads, lq, lk)  # (B*H, Lq, Lk)

@@ -52,7 +52,7 @@ class CompilePlan:
 
 
 # The candidates for what ``--compile`` does, each measured by benchmarks/bench_train_step.py
-# (``--plans``) and each equal to the eager step on the CPU (tests/reference/test_train_captured.py).
+# (``--plans``) and each equal to the eager step on the CPU (tests/reference/training/test_train_captured.py).
 COMPILE_PLANS = {
     "model": CompilePlan(whole_loss=False, fused_adam=False),
     "model+fused-adam": CompilePlan(whole_loss=False, fused_adam=True),
@@ -107,43 +107,6 @@ def mark_step(device: torch.device) -> None:
     previous replay may be overwritten (it guesses that from the backward pass otherwise)."""
     if device.type == "cuda":
         torch.compiler.cudagraph_mark_step_begin()
-
-
-def loss_step(
-    loss_of: Callable[[Tensor, Tensor], Tensor],
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    *,
-    clip_norm: float | None,
-    scaler: torch.amp.GradScaler | None,
-    device: torch.device,
-) -> Callable[[Tensor, Tensor], float]:
-    """The step of ``train_step`` around a compiled forward-and-loss ``loss_of`` (``compile_loss``):
-    backward, clipping, Adam and the schedule as there; one process (several compile the model)."""
-
-    def step(src: Tensor, tgt: Tensor) -> float:
-        mark_step(device)
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_of(src, tgt)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-        else:
-            loss.backward()
-        if clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        if scaler is not None:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        return loss.item()
-
-    return step
 
 
 def prepare(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
