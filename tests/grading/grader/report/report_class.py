@@ -24,7 +24,7 @@ import nbformat
 
 from autograder import reference
 from autograder.checks import CheckFailed
-from autograder.checks import ch02_self_attention as checks
+from autograder.checks.lab02_self_attention import self_attention as checks
 
 REPO = Path(__file__).resolve().parents[4]
 LAB = "02-self-attention"
