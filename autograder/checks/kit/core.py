@@ -31,9 +31,11 @@ import torch
 from torch import Tensor
 
 from autograder.checks.kit.candidates import is_remote
+from autograder.checks.kit.expect import Mistakes, call, expect_close, expect_gradient
 from autograder.checks.kit.failures import CheckFailed, ForbiddenCall
 from autograder.checks.kit.forbidden_ids import forbidden_id
 from autograder.checks.kit.mistakes import id_in_message
+from autograder.checks.kit.sentinels import forbidden
 
 _PACKAGE = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,8 +45,9 @@ _METHODS = frozenset({"forward", "__call__", "__init__", "step", "encode", "deco
 __all__ = [
     "beside",
     "check",
+    "expect_loss",
     "generator",
-    "padded_targets",
+    "logits_and_targets",
     "random_tensor",
     "seeded",
 ]
@@ -113,15 +116,17 @@ def random_tensor(shape: Sequence[int], seed: int, dtype: torch.dtype = torch.fl
     return torch.randn(*shape, generator=generator(seed), dtype=torch.float64).mul(scale).to(dtype)
 
 
-def padded_targets(shape: Sequence[int], pad_id: int, lengths: Sequence[int], seed: int) -> Tensor:
-    """Target ids ``(B, T)`` in 0..V-1 for logits of ``shape`` ``(B, T, V)``: none is ``pad_id``
-    among row b's first ``lengths[b]``, all are after them."""
+def logits_and_targets(
+    shape: Sequence[int], pad_id: int, lengths: Sequence[int], seed: int, dtype: torch.dtype, scale: float
+) -> tuple[Tensor, Tensor]:
+    """Logits of ``shape`` ``(B, T, V)`` (``random_tensor``) and target ids ``(B, T)`` in 0..V-1
+    for them: none is ``pad_id`` among row b's first ``lengths[b]``, all are after them."""
     b, t, v = shape
-    ids = torch.randint(0, v, (b, t), generator=generator(seed))
+    ids = torch.randint(0, v, (b, t), generator=generator(seed + 5))
     ids[ids == pad_id] = (pad_id + 1) % v
     for row, n in enumerate(lengths):
         ids[row, n:] = pad_id
-    return ids
+    return random_tensor(shape, seed, dtype, scale), ids
 
 
 def seeded(make: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> Any:
@@ -130,6 +135,29 @@ def seeded(make: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> An
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return make(*args, **kwargs)
+
+
+def expect_loss(
+    what: str,
+    candidate: Callable[..., Any],
+    reference_loss: Callable[..., Tensor],
+    logits: Tensor,
+    args: Sequence[Any],
+    ops: Sequence[str],
+    instead: str,
+    mistakes: Mistakes,
+) -> None:
+    """Compare a loss ``candidate(logits, *args)`` and its gradient with respect to the logits with
+    ``reference_loss``'s (chapters 8 and 9); the candidate runs with ``ops`` refused, on copies."""
+    __tracebackhide__ = True
+    leaf = logits.clone().requires_grad_()
+    expected = reference_loss(leaf, *args)
+    expected.backward()
+    with forbidden(candidate, ops, instead=instead):
+        mine = logits.clone().requires_grad_()
+        found = call(candidate, mine, *(a.clone() if isinstance(a, Tensor) else a for a in args), what=what)
+    expect_close(what, found, expected.detach(), atol=1e-5, rtol=1e-5, check_dtype=False, mistakes=mistakes)
+    expect_gradient(what, found, mine, leaf)
 
 
 # The known mistakes of a check: {what the mistake is: its wrong output, or a function of no arguments

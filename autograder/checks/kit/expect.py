@@ -72,6 +72,12 @@ class Tolerance(TypedDict):
     rtol: float
 
 
+TOLERANCE_BY_DTYPE: dict[torch.dtype, Tolerance] = {  # a check run in float32 and in float64
+    torch.float32: dict(atol=1e-5, rtol=1e-4),
+    torch.float64: dict(atol=1e-10, rtol=1e-8),
+}
+
+
 def _as_float64(x: Tensor) -> Tensor:
     return x.detach().to("cpu", torch.float64) if x.is_floating_point() else x.detach().cpu().double()
 

@@ -92,6 +92,12 @@ _DTYPE_HINT = (
 )
 
 
+def _expect_table(what: str, found, expected: Tensor, mistakes: dict, **dtype_hint: str) -> None:
+    """A table of this lab (the encoding, a rotation, the similarities, the sums) compared within 1e-4."""
+    __tracebackhide__ = True
+    expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes=mistakes, **dtype_hint)
+
+
 @check
 def check_sinusoidal_encoding(sinusoidal_encoding, seed: int = 0) -> None:
     """Compare ``sinusoidal_encoding(length, d_model)`` with the reference table: the
@@ -105,19 +111,12 @@ def check_sinusoidal_encoding(sinusoidal_encoding, seed: int = 0) -> None:
             "Build the table from torch.arange, torch.sin and torch.cos.",
         ):
             found = call(sinusoidal_encoding, length, d, what=what)
-        expect_close(
-            what,
-            found,
-            expected,
-            atol=1e-4,
-            rtol=1e-4,
-            dtype_hint=_DTYPE_HINT,
-            mistakes={
-                name: (lambda kw=kw, d=d, length=length: _encoding(length, d, **kw))
-                for name, kw in _ENCODING_MISTAKES.items()
-            }
-            | {"(D, L) instead of (L, D): rows are positions": expected.T},
-        )
+        mistakes = {
+            name: (lambda kw=kw, d=d, length=length: _encoding(length, d, **kw))
+            for name, kw in _ENCODING_MISTAKES.items()
+        }
+        transposed = {"(D, L) instead of (L, D): rows are positions": expected.T}
+        _expect_table(what, found, expected, mistakes | transposed, dtype_hint=_DTYPE_HINT)
 
 
 @check
@@ -137,17 +136,10 @@ def check_rotation_matrix(rotation_matrix, seed: int = 0) -> None:
             expected = reference.rotation_matrix(k, d)
             with forbidden(rotation_matrix, ["autograder.reference.rotation_matrix"], instead):
                 found = call(rotation_matrix, k, d, what=what)
-            expect_close(
-                what,
-                found,
-                expected,
-                atol=1e-4,
-                rtol=1e-4,
-                dtype_hint=_DTYPE_HINT,
-                mistakes={
-                    name: (lambda kw=kw, d=d, k=k: _rotation(k, d, **kw)) for name, kw in _ROTATION_MISTAKES.items()
-                },
-            )
+            mistakes = {
+                name: (lambda kw=kw, d=d, k=k: _rotation(k, d, **kw)) for name, kw in _ROTATION_MISTAKES.items()
+            }
+            _expect_table(what, found, expected, mistakes, dtype_hint=_DTYPE_HINT)
         # The property itself, for every offset: R(k) @ PE[t] against PE[t + k].
         pe = reference.sinusoidal_encoding(length, d, torch.float64)  # (L, D)
         with forbidden(rotation_matrix, ["autograder.reference.rotation_matrix"], instead):
@@ -201,20 +193,14 @@ def check_pe_similarity(pe_similarity, seed: int = 0) -> None:
         ):
             found = call(pe_similarity, pe.clone(), what=what)
         norms = pe.norm(dim=-1, keepdim=True)
-        expect_close(
-            what,
-            found,
-            expected,
-            atol=1e-4,
-            rtol=1e-4,
-            mistakes={
-                "pe.T @ pe: dot products of columns (dimensions) instead of rows (positions)": pe.T @ pe,
-                "cosine similarities (divided by the norms) instead of plain dot products": lambda norms=norms, pe=pe: (
-                    (pe @ pe.T) / (norms * norms.T)
-                ),
-                "distances instead of dot products": lambda pe=pe: torch.cdist(pe, pe),
-            },
-        )
+        mistakes = {
+            "pe.T @ pe: dot products of columns (dimensions) instead of rows (positions)": pe.T @ pe,
+            "cosine similarities (divided by the norms) instead of plain dot products": lambda norms=norms, pe=pe: (
+                (pe @ pe.T) / (norms * norms.T)
+            ),
+            "distances instead of dot products": lambda pe=pe: torch.cdist(pe, pe),
+        }
+        _expect_table(what, found, expected, mistakes)
 
 
 @check
@@ -248,23 +234,15 @@ def check_add_positions(add_positions, seed: int = 0) -> None:
         ):
             found = call(add_positions, x.clone(), pe.clone(), what=what)
         root = math.sqrt(d)
-        expect_close(
-            what,
-            found,
-            expected,
-            atol=1e-4,
-            rtol=1e-4,
-            mistakes={
-                "embeddings not multiplied by sqrt(D)": lambda length=length, pe=pe, x=x: x + pe[:length],
-                "embeddings divided by sqrt(D) instead of multiplied": lambda length=length, pe=pe, root=root, x=x: (
-                    x / root + pe[:length]
-                ),
-                "embeddings multiplied by D instead of sqrt(D)": lambda d=d, length=length, pe=pe, x=x: (
-                    x * d + pe[:length]
-                ),
-                "the sum scaled by sqrt(D): the encoding must not be scaled": lambda length=length, pe=pe, root=root, x=x: (  # noqa: E501
-                    (x + pe[:length]) * root
-                ),
-                "the whole table added instead of its first L rows": lambda pe=pe, root=root, x=x: x * root + pe,
-            },
-        )
+        mistakes = {
+            "embeddings not multiplied by sqrt(D)": lambda length=length, pe=pe, x=x: x + pe[:length],
+            "embeddings divided by sqrt(D) instead of multiplied": lambda length=length, pe=pe, root=root, x=x: (
+                x / root + pe[:length]
+            ),
+            "embeddings multiplied by D instead of sqrt(D)": lambda d=d, length=length, pe=pe, x=x: x * d + pe[:length],
+            "the sum scaled by sqrt(D): the encoding must not be scaled": lambda length=length, pe=pe, root=root, x=x: (  # noqa: E501
+                (x + pe[:length]) * root
+            ),
+            "the whole table added instead of its first L rows": lambda pe=pe, root=root, x=x: x * root + pe,
+        }
+        _expect_table(what, found, expected, mistakes)

@@ -59,6 +59,12 @@ def _token_cases(seed: int) -> list[tuple[Tensor, int]]:
     ]
 
 
+def _expect_mask(what: str, found, expected: Tensor, mistakes: dict) -> None:
+    """A mask, compared exactly; a mask that is not bool is told what a bool mask is."""
+    __tracebackhide__ = True
+    expect_equal(what, found, expected, hint=_BOOL_HINT if found.dtype != torch.bool else None, mistakes=mistakes)
+
+
 @check
 def check_padding_mask(padding_mask, seed: int = 0) -> None:
     """Compare ``padding_mask(tokens, pad_id)`` with the reference: shape (B, 1, 1, L),
@@ -86,16 +92,11 @@ def check_padding_mask(padding_mask, seed: int = 0) -> None:
                 "(B, 1, L, 1): a padding mask runs along the keys (the last axis), not the queries": (b, 1, length, 1),
             },
         )
-        expect_equal(
-            what,
-            found,
-            expected,
-            hint=_BOOL_HINT if found.dtype != torch.bool else None,
-            mistakes={
-                "polarity inverted: True marks padding, but True must mean 'may attend'": ~expected,
-                "the mask compares with 0 instead of pad_id": (tokens != 0)[:, None, None, :],
-            },
-        )
+        mistakes = {
+            "polarity inverted: True marks padding, but True must mean 'may attend'": ~expected,
+            "the mask compares with 0 instead of pad_id": (tokens != 0)[:, None, None, :],
+        }
+        _expect_mask(what, found, expected, mistakes)
 
 
 @check
@@ -118,17 +119,12 @@ def check_causal_mask(causal_mask, seed: int = 0) -> None:
             found = call(causal_mask, length, what=what)
         expect_shape(what, found, (length, length))
         ones = torch.ones(length, length, dtype=torch.bool)
-        expect_equal(
-            what,
-            found,
-            expected,
-            hint=_BOOL_HINT if found.dtype != torch.bool else None,
-            mistakes={
-                "polarity inverted: True marks the future, but True must mean 'may attend'": ~expected,
-                "diagonal blocked: a position must be able to attend to itself (j <= i, not j < i)": ones.tril(-1),
-                "transposed (upper triangle): rows are queries, so row i may attend to columns j <= i": ones.triu(),
-            },
-        )
+        mistakes = {
+            "polarity inverted: True marks the future, but True must mean 'may attend'": ~expected,
+            "diagonal blocked: a position must be able to attend to itself (j <= i, not j < i)": ones.tril(-1),
+            "transposed (upper triangle): rows are queries, so row i may attend to columns j <= i": ones.triu(),
+        }
+        _expect_mask(what, found, expected, mistakes)
 
 
 @check
@@ -157,20 +153,15 @@ def check_decoder_self_attention_mask(decoder_self_attention_mask, seed: int = 0
         )
         pad = reference.padding_mask(tgt, pad_id)  # (B, 1, 1, T)
         causal = reference.causal_mask(t)  # (T, T)
-        expect_equal(
-            what,
-            found,
-            expected,
-            hint=_BOOL_HINT if found.dtype != torch.bool else None,
-            mistakes={
-                "target padding ignored (the causal mask alone)": causal.expand(b, 1, t, t),
-                "causal mask missing (the padding mask alone)": pad.expand(b, 1, t, t),
-                "padding OR causal: a position must pass both masks (AND)": pad | causal,
-                "padding applied to the queries (rows) instead of the keys (columns)": pad.transpose(-2, -1) & causal,
-                "diagonal blocked in the causal part": pad & causal.tril(-1),
-                "polarity inverted: True must mean 'may attend'": ~expected,
-            },
-        )
+        mistakes = {
+            "target padding ignored (the causal mask alone)": causal.expand(b, 1, t, t),
+            "causal mask missing (the padding mask alone)": pad.expand(b, 1, t, t),
+            "padding OR causal: a position must pass both masks (AND)": pad | causal,
+            "padding applied to the queries (rows) instead of the keys (columns)": pad.transpose(-2, -1) & causal,
+            "diagonal blocked in the causal part": pad & causal.tril(-1),
+            "polarity inverted: True must mean 'may attend'": ~expected,
+        }
+        _expect_mask(what, found, expected, mistakes)
 
 
 # ----------------------------------------------------------------------------- masked attention

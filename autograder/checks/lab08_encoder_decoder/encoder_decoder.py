@@ -19,16 +19,20 @@ from torch import Tensor
 from autograder import reference
 from autograder.checks.kit.core import check, seeded
 from autograder.checks.kit.dropout import expect_dropout
-from autograder.checks.kit.expect import Tolerance, call, describe, dtype_name, expect_close, expect_equal, fail
+from autograder.checks.kit.expect import (
+    TOLERANCE_BY_DTYPE,
+    Tolerance,
+    call,
+    describe,
+    dtype_name,
+    expect_close,
+    expect_equal,
+    fail,
+)
 from autograder.checks.kit.sentinels import forbidden
 from autograder.checks.kit.token_inputs import padded_ids, random_ids, self_attention_mask
 from autograder.checks.kit.weights import load_reference_weights
 from autograder.data import BOS_ID
-
-_TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4),
-    torch.float64: dict(atol=1e-10, rtol=1e-8),
-}
 
 NO_EMBEDDING_DROPOUT = "no dropout on embeddings + positions: embed returns dropout(embedding(tokens) + pe[:L])"
 DROPOUT_BEFORE_POSITIONS = (
@@ -69,7 +73,7 @@ def _check_embeddings_case(Embeddings, seed: int, s: int, vocab: int, d: int, sh
         what,
         found,
         expected,
-        **_TOL[dtype],
+        **TOLERANCE_BY_DTYPE[dtype],
         mistakes={
             "embeddings not scaled by sqrt(d_model)": lookup,
             "divided by sqrt(d_model) instead of multiplied": lookup / math.sqrt(d),
@@ -223,7 +227,7 @@ def _check_model_case(EncoderDecoder, seed: int, s: int, options: dict, dtype) -
             found_forward = call(model, src, tgt_in, what=f"{name}(src, tgt_in)")
             found_bos = call(model, src, tgt_in[:, :1], what=f"{name}(src, tgt_in) with a target of length 1")
     # float64 tolerance stays loose: a float32 or float64 positional table are both right
-    tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else _TOL[dtype]
+    tol: Tolerance = dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else TOLERANCE_BY_DTYPE[dtype]
     expect_equal(
         f"{name}.encode(src)[1], the source padding mask (True = may attend)",
         found_mask,

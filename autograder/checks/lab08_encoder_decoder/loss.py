@@ -15,9 +15,8 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.kit import variants
-from autograder.checks.kit.core import check, padded_targets, random_tensor
-from autograder.checks.kit.expect import call, dtype_name, expect_close, expect_gradient
-from autograder.checks.kit.sentinels import forbidden
+from autograder.checks.kit.core import check, expect_loss, logits_and_targets
+from autograder.checks.kit.expect import dtype_name
 
 
 def smoothed_loss(
@@ -125,25 +124,19 @@ def _check_loss_case(
         "torch.nn.CrossEntropyLoss.forward",
         "autograder.reference.label_smoothed_loss",
     ]
-    logits = random_tensor(shape, k, dtype, scale)
-    target = padded_targets(shape, pad, lengths, k + 5)
+    logits, target = logits_and_targets(shape, pad, lengths, k, dtype, scale)
     what = (
         f"label_smoothed_loss(logits {shape} {dtype_name(dtype)} of size ~{scale:g}, target with "
         f"{int((target == pad).sum())} padding positions, smoothing={s}, pad_id={pad}) (seed {seed})"
     )
-    leaf = logits.clone().requires_grad_()
-    expected = reference.label_smoothed_loss(leaf, target, s, pad)
-    expected.backward()
-    with forbidden(label_smoothed_loss, forbid, instead=_BUILD_LOSS):
-        mine = logits.clone().requires_grad_()
-        found = call(label_smoothed_loss, mine, target.clone(), s, pad, what=what)
-    expect_close(
+    mistakes = _loss_mistakes(logits, target, s, pad)
+    expect_loss(
         what,
-        found,
-        expected.detach(),
-        atol=1e-5,
-        rtol=1e-5,
-        check_dtype=False,
-        mistakes=_loss_mistakes(logits, target, s, pad),
+        label_smoothed_loss,
+        reference.label_smoothed_loss,
+        logits,
+        (target, s, pad),
+        forbid,
+        _BUILD_LOSS,
+        mistakes,
     )
-    expect_gradient(what, found, mine, leaf)

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.checks.kit import variants
-from autograder.checks.kit.core import check, generator, padded_targets, random_tensor, seeded
-from autograder.checks.kit.expect import Tolerance, call, expect_close, expect_gradient, expect_shape, fail
+from autograder.checks.kit.core import check, expect_loss, generator, logits_and_targets, seeded
+from autograder.checks.kit.expect import Tolerance, call, expect_close, expect_shape, fail
 from autograder.checks.kit.sentinels import forbidden
 from autograder.checks.kit.token_inputs import self_attention_mask
 from autograder.checks.kit.weights import load_reference_weights
@@ -270,31 +270,15 @@ def check_next_token_loss(next_token_loss, seed: int = 0) -> None:
         "autograder.reference.loss.label_smoothed_loss",
     ]
     for i, (shape, pad, dtype, scale, lengths) in enumerate(cases):
-        logits = random_tensor(shape, seed * 10 + i, dtype, scale)
-        tokens = padded_targets(shape, pad, lengths, seed * 10 + i + 5)
+        logits, tokens = logits_and_targets(shape, pad, lengths, seed * 10 + i, dtype, scale)
         what = (
             f"next_token_loss(logits {shape} {str(dtype)[6:]} of size ~{scale:g}, tokens with "
             f"{int((tokens == pad).sum())} padding positions, pad_id={pad}) (seed {seed})"
         )
-        leaf = logits.clone().requires_grad_()
-        expected = families.next_token_loss(leaf, tokens, pad)
-        expected.backward()
-        with forbidden(
-            next_token_loss,
-            forbid,
-            instead="Shift (logits[:, :-1] against tokens[:, 1:]), take "
+        instead = (
+            "Shift (logits[:, :-1] against tokens[:, 1:]), take "
             "log_softmax, gather the targets' log-probabilities (or F.nll_loss on them), average over "
-            "the non-pad targets.",
-        ):
-            mine = logits.clone().requires_grad_()
-            found = call(next_token_loss, mine, tokens.clone(), pad, what=what)
-        expect_close(
-            what,
-            found,
-            expected.detach(),
-            atol=1e-5,
-            rtol=1e-5,
-            check_dtype=False,
-            mistakes=_loss_mistakes(logits, tokens, pad),
+            "the non-pad targets."
         )
-        expect_gradient(what, found, mine, leaf)
+        mistakes = _loss_mistakes(logits, tokens, pad)
+        expect_loss(what, next_token_loss, families.next_token_loss, logits, (tokens, pad), forbid, instead, mistakes)

@@ -19,13 +19,8 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.kit.core import check, generator, random_tensor
-from autograder.checks.kit.expect import Tolerance, call, expect_close, fail
+from autograder.checks.kit.expect import TOLERANCE_BY_DTYPE, call, expect_close, fail
 from autograder.checks.kit.sentinels import forbidden
-
-_TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4),
-    torch.float64: dict(atol=1e-10, rtol=1e-8),
-}
 
 
 def _cache_variant(
@@ -181,15 +176,21 @@ def _check_cache_case(
     if not isinstance(found, tuple | list) or len(found) != 3:
         fail(what, "a tuple (out, cache_k, cache_v)", f"{type(found).__name__}")
     out, new_k, new_v = found
-    expect_close(what + ": out", out, expected[0], **_TOL[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base))
     expect_close(
-        what + ": the new cache_k", new_k, expected[1], **_TOL[dtype], mistakes=_cache_key_mistakes(k, ck, base)
+        what + ": out", out, expected[0], **TOLERANCE_BY_DTYPE[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base)
+    )
+    expect_close(
+        what + ": the new cache_k",
+        new_k,
+        expected[1],
+        **TOLERANCE_BY_DTYPE[dtype],
+        mistakes=_cache_key_mistakes(k, ck, base),
     )
     expect_close(
         what + ": the new cache_v",
         new_v,
         expected[2],
-        **_TOL[dtype],
+        **TOLERANCE_BY_DTYPE[dtype],
         mistakes={
             "values rotated as well: RoPE rotates the queries and keys only": lambda cv=cv, v=v, past=past, new=new, base=base: (  # noqa: E501
                 torch.cat([cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)

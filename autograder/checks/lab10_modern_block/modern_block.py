@@ -18,16 +18,10 @@ from torch import Tensor
 
 from autograder import reference
 from autograder.checks.kit.core import check, generator, random_tensor
-from autograder.checks.kit.expect import Tolerance, call, expect_close, expect_shape
+from autograder.checks.kit.expect import TOLERANCE_BY_DTYPE, call, expect_close, expect_shape
 from autograder.checks.kit.sentinels import forbidden
 from autograder.reference import modern
 from autograder.reference.rope import halves_permutation
-
-_TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4),
-    torch.float64: dict(atol=1e-10, rtol=1e-8),
-}
-
 
 # ----------------------------------------------------------------------------- apply_rope
 
@@ -122,7 +116,9 @@ def check_apply_rope(apply_rope, seed: int = 0) -> None:
         expected = reference.apply_rope(x, positions, base, pairing)  # type: ignore[arg-type]
         with forbidden(apply_rope, _ROPE_OPS, "Rotate each pair with torch.cos and torch.sin of position * w_i."):
             found = call(apply_rope, x.clone(), positions.clone(), base, pairing, what=what)
-        expect_close(what, found, expected, **_TOL[dtype], mistakes=_rope_mistakes(x, positions, base, pairing))
+        expect_close(
+            what, found, expected, **TOLERANCE_BY_DTYPE[dtype], mistakes=_rope_mistakes(x, positions, base, pairing)
+        )
     # The two pairings are one rotation with the features reordered.
     x = random_tensor((2, 2, 5, 10), seed + 99, torch.float64)
     perm = halves_permutation(10)
@@ -201,7 +197,7 @@ def check_rms_norm(rms_norm, seed: int = 0) -> None:
             expected = norm(x)
         with forbidden(rms_norm, _RMS_OPS, "Divide by the root mean square over the last dimension yourself."):
             found = call(rms_norm, x.clone(), w.clone(), eps, what=what)
-        expect_close(what, found, expected, **_TOL[dtype], mistakes=_rms_mistakes(x, w, eps))
+        expect_close(what, found, expected, **TOLERANCE_BY_DTYPE[dtype], mistakes=_rms_mistakes(x, w, eps))
 
 
 # ----------------------------------------------------------------------------- swiglu
@@ -246,4 +242,4 @@ def check_swiglu(swiglu, seed: int = 0) -> None:
             "Write the gate with torch.sigmoid or F.silu, and the three matrix products.",
         ):
             found = call(swiglu, x.clone(), wg.clone(), wu.clone(), wd.clone(), what=what)
-        expect_close(what, found, expected, **_TOL[dtype], mistakes=_swiglu_mistakes(x, wg, wu, wd))
+        expect_close(what, found, expected, **TOLERANCE_BY_DTYPE[dtype], mistakes=_swiglu_mistakes(x, wg, wu, wd))

@@ -14,17 +14,18 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder import reference
-from autograder.checks.kit.core import check, generator, padded_targets, random_tensor
-from autograder.checks.kit.expect import Tolerance, call, expect_close, expect_equal, expect_shape, fail
+from autograder.checks.kit.core import check, generator, logits_and_targets, random_tensor
+from autograder.checks.kit.expect import (
+    TOLERANCE_BY_DTYPE,
+    call,
+    expect_close,
+    expect_equal,
+    expect_shape,
+    fail,
+)
 from autograder.checks.kit.sentinels import forbidden
 from autograder.checks.lab10_modern_block.tile_memory import tiles_held_in_memory
 from autograder.reference import tiled
-
-_TOL: dict[torch.dtype, Tolerance] = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4),
-    torch.float64: dict(atol=1e-10, rtol=1e-8),
-}
-
 
 # ----------------------------------------------------------------------------- tiled_attention
 
@@ -172,7 +173,7 @@ def _check_tiled_case(
         )
     found = expect_shape(what, found, expected.shape)
     _fail_on_nan(what, found, k, mask, far)
-    expect_close(what, found, expected, **_TOL[dtype], mistakes=mistakes)
+    expect_close(what, found, expected, **TOLERANCE_BY_DTYPE[dtype], mistakes=mistakes)
 
 
 def _fail_on_nan(what: str, found: Tensor, k: Tensor, mask: Tensor | None, far: tuple[int, ...]) -> None:
@@ -250,8 +251,7 @@ def check_perplexity(perplexity, seed: int = 0) -> None:
         ((2, 4, 11), 0, torch.float32, 0.0, [4, 2]),
     ]
     for i, (shape, pad, dtype, scale, lengths) in enumerate(cases):
-        logits = random_tensor(shape, seed * 10 + i, dtype, scale)
-        tokens = padded_targets(shape, pad, lengths, seed * 10 + i + 5)
+        logits, tokens = logits_and_targets(shape, pad, lengths, seed * 10 + i, dtype, scale)
         what = (
             f"perplexity(logits {shape} {str(dtype)[6:]} of size ~{scale:g}, tokens with row lengths {lengths}, "
             f"pad_id={pad}) (seed {seed})"
