@@ -6,6 +6,7 @@ Shape letters: B batch, L length, D d_model (even).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -92,7 +93,7 @@ _DTYPE_HINT = (
 )
 
 
-def _expect_table(what: str, found, expected: Tensor, mistakes: dict, **dtype_hint: str) -> None:
+def _expect_table(what: str, found, expected: Tensor, mistakes: dict, **dtype_hint: Any) -> None:
     """A table of this lab (the encoding, a rotation, the similarities, the sums) compared within 1e-4."""
     __tracebackhide__ = True
     expect_close(what, found, expected, atol=1e-4, rtol=1e-4, mistakes=mistakes, **dtype_hint)
