@@ -176,21 +176,14 @@ def _check_cache_case(
     if not isinstance(found, tuple | list) or len(found) != 3:
         fail(what, "a tuple (out, cache_k, cache_v)", f"{type(found).__name__}")
     out, new_k, new_v = found
-    expect_close(
-        what + ": out", out, expected[0], **TOLERANCE_BY_DTYPE[dtype], mistakes=_cache_mistakes(q, k, v, ck, cv, base)
-    )
-    expect_close(
-        what + ": the new cache_k",
-        new_k,
-        expected[1],
-        **TOLERANCE_BY_DTYPE[dtype],
-        mistakes=_cache_key_mistakes(k, ck, base),
-    )
+    tol = TOLERANCE_BY_DTYPE[dtype]
+    expect_close(what + ": out", out, expected[0], **tol, mistakes=_cache_mistakes(q, k, v, ck, cv, base))
+    expect_close(what + ": the new cache_k", new_k, expected[1], **tol, mistakes=_cache_key_mistakes(k, ck, base))
     expect_close(
         what + ": the new cache_v",
         new_v,
         expected[2],
-        **TOLERANCE_BY_DTYPE[dtype],
+        **tol,
         mistakes={
             "values rotated as well: RoPE rotates the queries and keys only": lambda cv=cv, v=v, past=past, new=new, base=base: (  # noqa: E501
                 torch.cat([cv, reference.apply_rope(v, torch.arange(past, past + new), base)], 2)
