@@ -1,4 +1,4 @@
-"""What every check is made of: failures that teach, comparisons (written in ``expect``), and sentinels.
+"""The frame of a check: its decorator, the inputs it draws, where the candidate runs, a loss compared.
 
 A check compares a student's candidate with the reference and, on failure, raises
 ``CheckFailed`` (an ``AssertionError``, so nbgrader scores the cell 0) whose message
@@ -6,7 +6,8 @@ says what was checked, what was expected, what was found and, where a known mist
 explains the difference, its name. Order of the comparisons: type and shape, then
 dtype and device, then NaN and masking behaviour, then values.
 
-Writing a check::
+Writing a check (``check`` and ``random_tensor`` come from here, ``call`` and ``expect_close`` from
+``expect``, ``forbidden`` from ``sentinels``, ``CheckFailed`` from ``failures``)::
 
     @check
     def check_softmax(softmax, seed=0):

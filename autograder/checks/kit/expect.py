@@ -1,7 +1,7 @@
 """The comparisons a check makes of a candidate's output with the reference's: its type, shape,
 dtype and values, each failing with the four parts of a teaching message (what was checked, what
 was expected, what was found, and the likely mistake: the first wrong variant that gives the
-same output). ``autograder.checks.kit.core`` hands them to the checks with the rest of a check's parts.
+same output). A check imports them from here, its other parts from ``core`` and ``sentinels``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ mistake is ``unnamed``. The grader records the ids (``verdicts.json``) for the c
 Each entry is ``id: the mistake's words``: the words as the check writes them, or their start
 followed by ``...`` where they are longer than a line; ``{}`` stands for a part that varies.
 The registry is plain data (the words of ``variants``' constants are written here again):
-``tests/checks/test_mistakes.py`` holds that every mistake the checks name has its id, that
+``tests/checks/kit/test_mistakes.py`` holds that every mistake the checks name has its id, that
 every id is well formed, and (with the tests of the checks) that each is raised by a wrong answer.
 """
 
