@@ -38,9 +38,8 @@ from autograder.checks.kit.forbidden_ids import forbidden_id
 from autograder.checks.kit.mistakes import id_in_message
 from autograder.checks.kit.sentinels import forbidden
 
-_PACKAGE = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)  # autograder/: the checks' own frames
+_KIT = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(_KIT))  # autograder/: the checks' own frames
 _METHODS = frozenset({"forward", "__call__", "__init__", "step", "encode", "decode"})  # a class's: name the check's
 
 __all__ = [
