@@ -62,11 +62,11 @@ def zeroing(*args: Any, **kwargs: Any) -> torch.Tensor:
 
 def _checks() -> list[tuple[str, Any]]:
     found = []
-    for info in pkgutil.iter_modules(autograder.checks.__path__):
-        if info.name.startswith("ch"):
-            module = importlib.import_module(f"autograder.checks.{info.name}")
+    for info in pkgutil.walk_packages(autograder.checks.__path__, "autograder.checks."):
+        if not info.ispkg and info.name.split(".")[2].startswith("lab"):
+            module = importlib.import_module(info.name)
             found += [
-                (f"{info.name}.{name}", fn)
+                (f"{info.name.removeprefix('autograder.checks.')}.{name}", fn)
                 for name, fn in sorted(vars(module).items())
                 if name.startswith("check_") and callable(fn) and fn.__module__ == module.__name__
             ]

@@ -139,7 +139,7 @@ class ChildServer(Connection):
     def __init__(self, rfd: int, wfd: int) -> None:
         super().__init__(rfd, wfd, trusting=True)
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
-        from autograder.checks.sentinels import forbidden  # before the submission's cells are loaded
+        from autograder.checks.kit.sentinels import forbidden  # before the submission's cells are loaded
 
         self.forbidden = forbidden
         self.pristine = True  # no student code has run here: this process may be forked

@@ -16,7 +16,7 @@ from tests.grading.helpers import LAB, answered, index_of, released, submit, wit
 
 HARD_CODED_RELU = """
 import torch
-from autograder.checks.core import random_tensor
+from autograder.checks.kit.core import random_tensor
 
 _recorded = {}
 for _i, (_shape, _dtype) in enumerate([((4,), torch.float32), ((2, 3, 5), torch.float32),
@@ -32,9 +32,9 @@ def relu(x):
 
 PATCH_CHECKS = """
 import autograder.checks
-import autograder.checks.ch00_warmup
+import autograder.checks.lab00_warmup.warmup
 autograder.checks.check_relu = lambda *args, **kwargs: None
-autograder.checks.ch00_warmup.check_relu = lambda *args, **kwargs: None
+autograder.checks.lab00_warmup.warmup.check_relu = lambda *args, **kwargs: None
 check_relu = lambda *args, **kwargs: None
 """
 

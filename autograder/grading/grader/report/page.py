@@ -13,8 +13,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from html import escape
 
-from autograder.checks.failures import UNNAMED
-from autograder.checks.mistakes import describe
+from autograder.checks.kit.failures import UNNAMED
+from autograder.checks.kit.mistakes import describe
 from autograder.grading.grader.report import plots
 from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, matches
 from autograder.grading.grader.report.lessons import lesson

@@ -51,7 +51,7 @@ class Verdict:
     exercise: str = ""  # the test cell's grade id
     points: float = 0.0  # what the exercise scores, once the gradebook is settled
     max_points: float = 0.0
-    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/mistakes.py)
+    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/kit/mistakes.py)
     alone: bool | None = None  # error carried forward: passed with the earlier wrong answers made right (None: not run)
     given: list[str] = field(default_factory=list)  # the names made right for that run
 
@@ -72,7 +72,7 @@ class Verdict:
 def mistake_of(error: BaseException) -> str:
     """The id of the mistake a check raised here named (set by this process's own checks,
     never read from the child), else ``"unnamed"``."""
-    from autograder.checks.failures import CheckFailed
+    from autograder.checks.kit.failures import CheckFailed
 
     named = getattr(error, "mistake_id", None) if isinstance(error, CheckFailed) else None
     return named if isinstance(named, str) and named else "unnamed"

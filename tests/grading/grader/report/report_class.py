@@ -2,7 +2,7 @@
 (no grading run), each as grading records a student's lab (``verdicts_json.LabVerdicts``).
 
 ``build``, for the report's tests: each exercise's answers are the stub of the release with its
-body replaced by a variant from ``tests/checks/test_ch02_self_attention.py`` (or left as
+body replaced by a variant from ``tests/checks/lab02_self_attention/test_self_attention.py`` (or left as
 released: blank), each variant planted in a known number of students. Every answer cell is run
 through its check in this process, so that a verdict's status and mistake id are the check's own
 (``CheckFailed.mistake_id``; the planted name stands in where a check has none yet). Two
@@ -35,13 +35,13 @@ import nbformat
 
 from autograder import notebook_cells, reference
 from autograder.checks import CheckFailed
-from autograder.checks import ch02_self_attention as checks
+from autograder.checks.lab02_self_attention import self_attention as checks
 from autograder.grading.grader.verdicts_json import ExerciseVerdict, LabVerdicts
 from autograder.grading.layout import CourseLayout
 
 REPO = Path(__file__).resolve().parents[4]
 LAB = "02-self-attention"
-VARIANTS = REPO / "tests" / "checks" / "test_ch02_self_attention.py"
+VARIANTS = REPO / "tests" / "checks" / "lab02_self_attention" / "test_self_attention.py"
 
 # The shared answer: softmax_by_moving_axis, renamed, reformatted, commented.
 SHARED = Path(__file__).parent / "shared_softmax.py.txt"

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from autograder.checks.mistakes import MISTAKES
+from autograder.checks.kit.mistakes import MISTAKES
 from autograder.grading.grader.report.sheets import Row, Sheet
 from autograder.grading.grader.report.tally import tally
 from tests.grading.grader.report import report_class

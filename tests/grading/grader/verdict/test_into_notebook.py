@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.checks.core import CheckFailed
+from autograder.checks.kit.failures import CheckFailed
 from autograder.grading.grader import lab_cells
 from autograder.grading.grader.run.hide_hidden_tests import HideHiddenTests
 from autograder.grading.grader.run.independent_check import Verdict
