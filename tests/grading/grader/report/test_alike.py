@@ -21,7 +21,7 @@ from autograder.grading.grader.report.release import read_release
 from tests.grading.grader.report import report_class
 
 LAB = report_class.LAB
-CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("test_ch*.py"))
+CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("lab*/test_*.py"))
 
 
 def test_the_shared_pair_is_flagged(reported):
