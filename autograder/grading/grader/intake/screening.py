@@ -1,4 +1,4 @@
-"""What a submission looks like before and after grading, in words an instructor can act on."""
+"""What a submission looks like before grading, in words an instructor can act on."""
 
 from __future__ import annotations
 
@@ -121,36 +121,3 @@ def _test_cell_notes(wanted: dict[str, str], present: dict[str, str], lab: str, 
         for g in wanted
         if g not in present or g in edited
     ]
-
-
-def after_grading(autograded: Path) -> list[str]:
-    """Notes from the autograded notebook: timeouts, memory errors, a kernel that died."""
-    if not autograded.is_file():
-        return []
-    nb = nbformat.read(str(autograded), as_version=4)
-    notes = []
-    for cell in nb.cells:
-        grade_id = nbcells.grade_id(cell)
-        name = f"cell {grade_id}" if grade_id else "a cell the student added"
-        outputs = cell.get("outputs", [])
-        printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-        errors = [o for o in outputs if o.get("output_type") == "error"]
-        if (
-            nbcells.is_graded(cell)
-            and " passed." in printed
-            and errors
-            and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall")
-        ):
-            notes.append(
-                f"test cell {grade_id}: the visible check passed but the hidden tests failed (hard-coded outputs?)"
-            )
-        for out in outputs:
-            if out.get("output_type") != "error":
-                continue
-            if out.get("ename") == "CellTimeoutError":
-                notes.append(f"{name} ran past the time limit: interrupted, the rest was graded")
-            elif out.get("ename") == "MemoryError":
-                notes.append(f"{name} ran out of memory (MemoryError under the kernel's limit)")
-            elif out.get("ename") == "DeadKernelError":
-                notes.append(f"the kernel died in {name}")
-    return notes
