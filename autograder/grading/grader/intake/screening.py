@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.intake.untrusted import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
@@ -30,7 +30,7 @@ def _oversized(nb, release_ids: set[str] | None) -> str | None:
     if len(nb.cells) > MAX_CELLS:
         return f"a notebook of {len(nb.cells)} cells (at most {MAX_CELLS} are graded); scored 0"
     if release_ids is not None:
-        unknown = sum(1 for c in nb.cells if (g := nbcells.grade_id(c)) and g not in release_ids)
+        unknown = sum(1 for c in nb.cells if (g := notebook_cells.grade_id(c)) and g not in release_ids)
         if unknown > MAX_UNKNOWN_IDS:
             return f"{unknown} cells carry grade ids the lab does not have (at most {MAX_UNKNOWN_IDS}); scored 0"
     return None
@@ -57,7 +57,11 @@ class Inspection:
 
 
 def _graded_cells(nb) -> dict[str, str]:
-    return {nbcells.own_grade_id(c): c.source for c in nb.cells if nbcells.is_graded(c) and c.cell_type == "code"}
+    return {
+        notebook_cells.own_grade_id(c): c.source
+        for c in nb.cells
+        if notebook_cells.is_graded(c) and c.cell_type == "code"
+    }
 
 
 def inspect_submission(folder: Path, lab: str, release: Path | None, source: Path | None = None) -> Inspection:
@@ -89,14 +93,14 @@ def inspect_submission(folder: Path, lab: str, release: Path | None, source: Pat
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
     released = nbformat.read(str(release), as_version=4) if release is not None and release.is_file() else None
-    release_ids = None if released is None else {g for c in released.cells if (g := nbcells.grade_id(c))}
+    release_ids = None if released is None else {g for c in released.cells if (g := notebook_cells.grade_id(c))}
     if problem := _oversized(nb, release_ids):
         return Inspection(None, problem, notes)
     if released is not None:
         notes += _test_cell_notes(_graded_cells(released), _graded_cells(nb), lab, source)
     for cell in nb.cells:
-        if cell.cell_type == "code" and not nbcells.is_graded(cell) and patches_checks(cell.source):
-            cell_id = nbcells.grade_id(cell)
+        if cell.cell_type == "code" and not notebook_cells.is_graded(cell) and patches_checks(cell.source):
+            cell_id = notebook_cells.grade_id(cell)
             name = f"cell {cell_id}" if cell_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
     return Inspection(expected, None, notes, data)

@@ -18,7 +18,7 @@ from autograder.grading.grader.verdict import retyped
 from autograder.grading.grader.verdict.into_notebook import annotate, hidden_failures
 
 
-def hidden_tests_failed(grade_id: str) -> str:
+def hidden_tests_failed(grade_id: str | None) -> str:
     """The note for a test cell whose visible check passed and whose hidden tests failed."""
     return f"test cell {grade_id}: the visible check passed but the hidden tests failed (hard-coded outputs?)"
 
