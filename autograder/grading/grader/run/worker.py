@@ -1,5 +1,5 @@
 """A grading process: it grades one student's lab at a time (the steps of
-``steps.STEPS``: nbgrader autograde, the independent check, feedback).
+``steps.STEPS``: nbgrader autograde, the independent check, the verdicts, feedback).
 
 Run by the pipeline through ``autograder.grading.protocol.boot`` (the course's ``autograder``,
 in a folder of the pipeline's): it reads one ``Job`` (JSON) a line on stdin and answers one
