@@ -120,7 +120,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _shard(args: argparse.Namespace) -> Any:
     """The shard asked for (``--shard I/N``, or the job array's environment); None without --shard."""
-    from autograder.grading.grader import shards
+    from autograder.grading.grader.in_parts import shards
 
     if args.shard is None:
         return None
@@ -129,12 +129,13 @@ def _shard(args: argparse.Namespace) -> Any:
 
 def _mode(root: Path, source: Path, options: Any, args: argparse.Namespace) -> Any:
     """The outcomes of the grading asked for: the whole class, or a step of a grading in shards."""
-    from autograder.grading.grader import pipeline, sharded
+    from autograder.grading.grader import pipeline
+    from autograder.grading.grader.in_parts import conductor
 
     if args.intake:
-        return sharded.plan(root, source, options)
+        return conductor.plan(root, source, options)
     if args.finish:
-        return sharded.finish(root, options, allow_incomplete=args.allow_incomplete)
+        return conductor.finish(root, options, allow_incomplete=args.allow_incomplete)
     shard = _shard(args)
     if shard is None:
         return pipeline.grade(root, source, options)
@@ -144,13 +145,13 @@ def _mode(root: Path, source: Path, options: Any, args: argparse.Namespace) -> A
             "machines need PostgreSQL (--db postgresql+psycopg2://...).",
             file=sys.stderr,
         )
-    return sharded.shard(root, shard, options)
+    return conductor.shard(root, shard, options)
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from autograder.grading.grader import pipeline
+    from autograder.grading.grader import grading
 
-    return pipeline.Options(
+    return grading.Options(
         jobs=args.jobs,
         db_url=args.db,
         students=args.student,
@@ -167,7 +168,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 def run(root: Path, args: argparse.Namespace) -> int:
     """``grade``: the class graded, its summary, then where the results are (make grade)."""
-    from autograder.grading.grader import pipeline, shards
+    from autograder.grading.grader.in_parts import shards
+    from autograder.grading.grader.intake import selection
     from autograder.grading.grader.run import bwrap, nbconfig, preflight
 
     source = args.submissions if args.submissions.is_absolute() else Path.cwd() / args.submissions
@@ -187,7 +189,7 @@ def run(root: Path, args: argparse.Namespace) -> int:
         with _sigterm_as_interrupt():
             outcomes = _mode(root, source, options, args)
     except (
-        pipeline.UnknownSelection,
+        selection.UnknownSelection,
         bwrap.Unavailable,
         preflight.PreflightFailed,
         nbconfig.OutdatedConfig,
@@ -208,10 +210,11 @@ def run(root: Path, args: argparse.Namespace) -> int:
 def _report(root: Path, outcomes: Any, args: argparse.Namespace, csv_path: Path | None) -> int:
     """The summary, what comes next or where the results are; the exit status (1 when a
     submission was not graded for the grader's fault, or is missing from a finish)."""
-    from autograder.grading.grader import pipeline, sharded
+    from autograder.grading.grader import grading
+    from autograder.grading.grader.in_parts import conductor
     from autograder.grading.protocol import boot
 
-    print(pipeline.summary(outcomes))
+    print(grading.summary(outcomes))
     if warning := boot.mismatch(root):
         print(f"Note on the grader: {warning}")
     if args.intake or args.shard is not None:
@@ -220,7 +223,7 @@ def _report(root: Path, outcomes: Any, args: argparse.Namespace, csv_path: Path 
             + ("every shard, `grade --shard I/N`" if args.intake else "`grade --finish` once every shard ended")
         )
     else:
-        print(pipeline.results(outcomes, CourseLayout(root.resolve()), csv_path))
+        print(grading.results(outcomes, CourseLayout(root.resolve()), csv_path))
     grader_errors = [o for o in outcomes if any(note.startswith("GRADER ERROR") for note in o.notes)]
     if grader_errors:
         print(
@@ -228,5 +231,5 @@ def _report(root: Path, outcomes: Any, args: argparse.Namespace, csv_path: Path 
             "fix the cause and grade them again",
             file=sys.stderr,
         )
-    missing = [o for o in outcomes if sharded.MISSING in o.notes]
+    missing = [o for o in outcomes if conductor.MISSING in o.notes]
     return 1 if grader_errors or missing else 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.grading.grader import resume, shards
+from autograder.grading.grader.in_parts import shards, stamps
 from autograder.grading.layout import CourseLayout
 from tests.grading.helpers import LAB, answered, make_course, submit
 
@@ -120,12 +120,12 @@ def test_finish_is_not_held_up_by_a_live_process_that_is_no_shard(tmp_path: Path
 def test_finish_refuses_a_result_of_other_bytes_than_planned(tmp_path: Path, capsys) -> None:
     """A submission handed in again and planned again by --intake, whose shard did not run since:
     its stamp has the old key, and --finish refuses it, naming it, with nothing written. (Its
-    control, the same stamp with the planned key accepted, is in tests/grading/scenarios/test_resume.py.)"""
+    control, the same stamp with the planned key accepted, is in tests/grading/scenarios/test_stamps.py.)"""
     root = make_course(tmp_path / "course")
     layout = CourseLayout(root)
     shards.write_plan(layout, shards.Plan([("ada", LAB), ("ben", LAB)], keys={("ada", LAB): "k2", ("ben", LAB): "k1"}))
     for student in ("ada", "ben"):
-        resume.write_stamp(layout, student, LAB, resume.Stamp("k1", graded=False, notes=["no notebook"]))
+        stamps.write_stamp(layout, student, LAB, stamps.Stamp("k1", graded=False, notes=["no notebook"]))
     before = _files(root)
     assert _grade(root, "--finish") == 2
     err = capsys.readouterr().err

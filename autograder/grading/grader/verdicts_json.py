@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 
 SCHEMA = "autograder.verdicts/1"
 FILENAME = "verdicts.json"

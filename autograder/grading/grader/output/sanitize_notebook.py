@@ -34,7 +34,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.output import math_markup
 
 TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
@@ -163,7 +163,7 @@ def sanitize_cell(cell: NotebookNode) -> None:
             if "execution_count" in output:
                 output.execution_count = _number(output.execution_count)
             _output(output)
-    nbcells.rename_unless(
+    notebook_cells.rename_unless(
         cell, lambda name: bool(NAME.match(name)), lambda name: "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)[:60]
     )
 

@@ -24,10 +24,10 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.lab_cells import answer_cells, answers_before_tests, solution_cells, test_cells
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot, wire
@@ -39,34 +39,6 @@ STARTUP_TIMEOUT = 180.0  # seconds a child may take to start (torch's import on 
 class GraderError(RuntimeError):
     """The grader failed, not the submission: the child died before its first reply (before
     any student code ran). The message holds its stderr; the summary reports it as such."""
-
-
-@dataclass
-class Verdict:
-    """The independent check's result for one graded exercise (its test cell)."""
-
-    passed: bool
-    message: str = ""
-    error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
-    exercise: str = ""  # the test cell's grade id
-    points: float = 0.0  # what the exercise scores, once the gradebook is settled
-    max_points: float = 0.0
-    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/kit/mistakes.py)
-    alone: bool | None = None  # error carried forward: passed with the earlier wrong answers made right (None: not run)
-    given: list[str] = field(default_factory=list)  # the names made right for that run
-
-    def to_dict(self) -> dict[str, object]:
-        """The verdict as plain JSON values (the raised exception stays here)."""
-        return {
-            "exercise": self.exercise,
-            "passed": self.passed,
-            "points": self.points,
-            "max_points": self.max_points,
-            "message": self.message,
-            "mistake": self.mistake,
-            "alone": self.alone,
-            "given": self.given,
-        }
 
 
 def mistake_of(error: BaseException) -> str:

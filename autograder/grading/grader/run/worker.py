@@ -1,5 +1,5 @@
 """A grading process: it grades one student's lab at a time (the steps of
-``steps.STEPS``: nbgrader autograde, the independent check, feedback).
+``steps.STEPS``: nbgrader autograde, the independent check, the verdicts, feedback).
 
 Run by the pipeline through ``autograder.grading.protocol.boot`` (the course's ``autograder``,
 in a folder of the pipeline's): it reads one ``Job`` (JSON) a line on stdin and answers one
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from autograder.grading.course import tool_env
-from autograder.grading.grader.job import Job, Result, Run
+from autograder.grading.grader.job import Job, Result, Run, Submission
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.run import steps
 from autograder.grading.grader.run.independent_check import GraderError
@@ -37,7 +37,7 @@ def run(job: Job) -> Result:
 
     config = load_config(Path(job.root), job.config)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    return steps.grade(steps.Submission(job, config, api))
+    return steps.grade(Submission(job, config, api))
 
 
 def _children(pid: int) -> list[int]:

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.verdict.dynamic_reach import dynamic_constructs
 
 MIN_STATEMENTS = 8  # N: a function of fewer statements is never flagged as copied
@@ -212,7 +212,7 @@ def _student_cells(notebook: Path) -> list[tuple[int, Any]]:
     return [
         (i, c)
         for i, c in enumerate(nb.cells, 1)
-        if c.cell_type == "code" and (nbcells.is_answer(c) or nbcells.grade_id(c) is None)
+        if c.cell_type == "code" and (notebook_cells.is_answer(c) or notebook_cells.grade_id(c) is None)
     ]
 
 
@@ -287,6 +287,8 @@ def notes(notebook: Path) -> list[str]:
     Never raises: a notebook that cannot be read has no flags here (grading reports it)."""
     try:
         cells = _student_cells(notebook)
-        return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}" for i, c in cells for note in cell_notes(c.source)]
+        return [
+            f"{notebook_cells.grade_id(c) or f'cell {i}'}: {note}" for i, c in cells for note in cell_notes(c.source)
+        ]
     except Exception:  # noqa: BLE001 - a flag is advice: its failure must not cost grading
         return []

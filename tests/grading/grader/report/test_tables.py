@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from autograder.cli import main
-from autograder.grading.grader.outcomes import Outcomes
+from autograder.grading.grader.grading import Outcomes
 from autograder.grading.grader.report import lessons
 from autograder.grading.grader.report.step import report
 from tests.grading.grader.report import report_class

@@ -16,8 +16,8 @@ import pytest
 
 from autograder.checks.kit.failures import CheckFailed
 from autograder.grading.grader import lab_cells
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.run.hide_hidden_tests import HideHiddenTests
-from autograder.grading.grader.run.independent_check import Verdict
 from autograder.grading.grader.run.restore_hidden_tests import RestoreHiddenTests
 from autograder.grading.grader.verdict import into_notebook as verdicts
 from autograder.grading.protocol.remote import Connection

@@ -2,11 +2,11 @@
 Job, several processes on one machine), and what they share in the course folder.
 
 ``grade --intake`` collects the class once and writes the plan, ``grading-logs/state/plan.json``:
-the (student, lab) pairs to grade, the key each is to be graded with (``grader/resume``), and
+the (student, lab) pairs to grade, the key each is to be graded with (``in_parts/stamps``), and
 what intake found for no one pair. Shard I of N grades every N-th pair of the plan from the
 I-th (``part``: sizes differ by at most one pair), and keeps its state in
 ``grading-logs/state/shard-I-of-N.json`` (running, with a heartbeat, then done or stopped);
-``grade --finish`` reads the plan, the shards' states and the stamps of ``grader/resume``.
+``grade --finish`` reads the plan, the shards' states and the stamps of ``in_parts/stamps``.
 
 A shard counts as running while the process its state names is still that process (on this
 machine: the same pid, started at the same time since the same boot), or, on another machine,
@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 from autograder.grading.layout import CourseLayout
 
 HEARTBEAT_SECONDS = 20.0

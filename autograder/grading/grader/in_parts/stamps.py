@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 from autograder.grading.grader.verdicts_json import FILENAME
 from autograder.grading.layout import CourseLayout
 
@@ -68,7 +68,7 @@ def _version(name: str) -> str:
         return ""
 
 
-def course_state(layout: CourseLayout, package: Path, settings: dict[str, Any]) -> str:
+def course_key(layout: CourseLayout, package: Path, settings: dict[str, Any]) -> str:
     """The hash of what every submission of the course is graded with: every file of the package
     (a feedback template shapes a page as its modules do), ``nbgrader_config.py``, ``settings``
     (the limits, the sandbox, the cell timeout) and the versions of Python and of the libraries
@@ -82,9 +82,9 @@ def course_state(layout: CourseLayout, package: Path, settings: dict[str, Any]) 
     )
 
 
-def lab_state(state: str, layout: CourseLayout, lab: str) -> str:
+def lab_key(course_key: str, layout: CourseLayout, lab: str) -> str:
     """The course's state with the lab's release and source (its hidden tests) added."""
-    return _digest(state.encode(), lab.encode(), *(_bytes(p) for p in (layout.release(lab), layout.source(lab))))
+    return _digest(course_key.encode(), lab.encode(), *(_bytes(p) for p in (layout.release(lab), layout.source(lab))))
 
 
 def _bytes(path: Path) -> bytes:
@@ -95,9 +95,9 @@ def _bytes(path: Path) -> bytes:
         return b""
 
 
-def labs_state(lab_states: dict[str, str]) -> str:
-    """The course's state with every lab's (``lab_state`` of each): what the start-up check vouches for."""
-    return _digest(*(f"{lab} {key}".encode() for lab, key in sorted(lab_states.items())))
+def preflight_key(lab_keys: dict[str, str]) -> str:
+    """The course's state with every lab's (``lab_key`` of each): what the start-up check vouches for."""
+    return _digest(*(f"{lab} {key}".encode() for lab, key in sorted(lab_keys.items())))
 
 
 def submission_key(lab_key: str, staged: Path, original_id: str) -> str:
@@ -175,7 +175,7 @@ def checked_path(layout: CourseLayout) -> Path:
 
 
 def was_checked(layout: CourseLayout, key: str) -> bool:
-    """Did the start-up check pass in the state ``key`` (a ``lab_state``)?"""
+    """Did the start-up check pass in the state ``key`` (a ``preflight_key``)?"""
     try:
         return key in json.loads(checked_path(layout).read_text(encoding="utf-8")).get("passed", [])
     except (OSError, ValueError, AttributeError):

@@ -22,7 +22,7 @@ NAME = ".intake.json"
 
 
 @dataclass
-class Marks:
+class IntakeRecord:
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab): "LATE", a time, or both
     identities: dict[str, str] = field(default_factory=dict)  # every student id: who it is
 
@@ -36,21 +36,21 @@ def path(root: Path) -> Path:
     return CourseLayout(Path(root)).submitted / NAME
 
 
-def load(root: Path) -> Marks:
-    """The marks kept so far (none when the file is missing or damaged)."""
+def load(root: Path) -> IntakeRecord:
+    """The record kept so far (none when the file is missing or damaged)."""
     try:
         data = json.loads(read_plain(path(root)))
         late = {(s, lab): str(v) for s, labs in data.get("late", {}).items() for lab, v in labs.items() if v}
         # "originals" is how files written before identities were kept name the mapped ids
         identities = {str(k): str(v) for key in ("originals", "identities") for k, v in data.get(key, {}).items()}
-        return Marks(late, identities)
+        return IntakeRecord(late, identities)
     except (OSError, Refused, ValueError, AttributeError, TypeError):
-        return Marks()
+        return IntakeRecord()
 
 
-def save(root: Path, marks: Marks) -> None:
+def save(root: Path, record: IntakeRecord) -> None:
     late: dict[str, dict[str, str]] = {}
-    for (student, lab), value in sorted(marks.late.items()):
+    for (student, lab), value in sorted(record.late.items()):
         if value:
             late.setdefault(student, {})[lab] = value
     target = path(root)
@@ -58,7 +58,7 @@ def save(root: Path, marks: Marks) -> None:
     temporary = target.with_name(NAME + ".new")
     temporary.unlink(missing_ok=True)
     temporary.write_text(
-        json.dumps({"late": late, "identities": dict(sorted(marks.identities.items()))}, ensure_ascii=False, indent=1)
+        json.dumps({"late": late, "identities": dict(sorted(record.identities.items()))}, ensure_ascii=False, indent=1)
         + "\n"
     )
     os.replace(temporary, target)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import shards
-from autograder.grading.grader.shards import Shard, ShardError
+from autograder.grading.grader.in_parts import shards
+from autograder.grading.grader.in_parts.shards import Shard, ShardError
 from autograder.grading.layout import CourseLayout
 
 

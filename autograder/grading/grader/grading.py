@@ -1,12 +1,15 @@
-"""What came of each student's lab (``Outcome``), and the summary an instructor reads."""
+"""A grading of a class: its ``Options``, what its steps share (``Grading``), what came of each
+student's lab (``Outcome``), and the summary an instructor reads."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.grader.job import Job
 from autograder.grading.grader.safe_text import printable
 from autograder.grading.layout import CourseLayout
+from autograder.grading.protocol.confinement import JOB_SECONDS, Limits
 
 LEGEND = (
     "Status: ok = graded, nothing to read; check = graded, with notes above to read; FAILED = not graded, "
@@ -46,6 +49,52 @@ class Outcomes(list):
     def __init__(self, outcomes=(), notes: list[str] | None = None) -> None:
         super().__init__(outcomes)
         self.notes = list(notes or [])
+
+
+@dataclass
+class Options:
+    jobs: int = 1
+    db_url: str | None = None  # default: the course's gradebook.db (nbgrader_config.py)
+    students: list[str] | None = None
+    labs: list[str] | None = None
+    timeout: int | None = None  # per cell, seconds (default: nbgrader_config.py)
+    limits: Limits = field(default_factory=Limits)  # what each sandboxed process may use (--memory-mb)
+    job_timeout: int = JOB_SECONDS  # wall clock for one student's lab, seconds
+    csv_path: Path | None = None  # default: ROOT/grades.csv
+    progress: bool = True
+    sandbox: bool = True  # False (--no-sandbox): student code runs unconfined, for a class you trust
+    package: Path | None = None  # the autograder every grading process imports (default: boot.package_dir)
+    regrade: bool = False  # grade every submission, also those already graded with the same bytes
+
+
+@dataclass
+class Grading:
+    """What the steps of one grading share: where, with which options, and what each step left."""
+
+    root: Path
+    source: Path
+    options: Options
+    db_url: str
+    scratch: Path
+    lock: str = ""  # the gradebook's lock file ("" for a server database)
+    course_id: str = ""
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # (student, lab) to grade
+    not_graded: Outcomes = field(default_factory=Outcomes)  # files handed in but not graded, and notes
+    outcomes: dict[tuple[str, str], Outcome] = field(default_factory=dict)
+    staged: dict[tuple[str, str], Path] = field(default_factory=dict)  # each pair that can be graded: its bytes
+    jobs: list[Job] = field(default_factory=list)
+    scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # all the gradebook holds
+    late: dict[tuple[str, str], str] = field(default_factory=dict)  # intake's record: (student, lab) -> late flag
+    originals: dict[str, str] = field(default_factory=dict)  # intake's record: student -> who they are
+    course_key: str = ""  # the hash of what every submission is graded with (stamps.course_key)
+    lab_keys: dict[str, str] = field(default_factory=dict)  # every lab of the course -> stamps.lab_key
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, lab) -> stamps.submission_key
+    checked_key: str = ""  # the course's state with every lab's: the start-up check runs once in each
+    skipped: int = 0  # submissions not graded again: their stamps say they were, with the same bytes
+
+    def every_outcome(self) -> Outcomes:
+        """The outcome of every pair graded, sorted, then the files not graded; the notes first."""
+        return Outcomes([self.outcomes[key] for key in sorted(self.outcomes)] + self.not_graded, self.not_graded.notes)
 
 
 def summary(outcomes: list[Outcome]) -> str:
