@@ -23,10 +23,10 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import nbformat  # noqa: E402
+import nbformat
 
 from autograder.grading import answers, course
-from autograder.grading.grader import grading, pipeline  # noqa: E402
+from autograder.grading.grader import grading, pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = "00-warmup"

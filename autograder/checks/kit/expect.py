@@ -175,7 +175,7 @@ def _evaluated(mistakes: Mistakes | None) -> dict[str, Tensor]:
         try:
             with torch.no_grad():
                 value = wrong() if callable(wrong) else wrong
-        except Exception:  # noqa: BLE001
+        except Exception:
             continue
         if isinstance(value, Tensor):
             out[name] = value
@@ -221,7 +221,7 @@ def _plainly_equal(found: Any, expected: Any) -> bool:
         return False
     try:
         return bool(found == expected)
-    except Exception:  # noqa: BLE001 - a comparison the candidate's object cannot make is a difference
+    except Exception:  # a comparison the candidate's object cannot make is a difference
         return False
 
 
@@ -233,7 +233,7 @@ def call(candidate: Callable[..., Any], *args: Any, what: str, **kwargs: Any) ->
         return candidate(*args, **kwargs)
     except (NotImplementedError, CheckFailed):
         raise
-    except Exception as err:  # noqa: BLE001 - any error of the student's is reported, not crashed on
+    except Exception as err:  # any error of the student's is reported, not crashed on
         fail(
             what,
             "a result",

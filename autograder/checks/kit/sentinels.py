@@ -76,7 +76,7 @@ def _sentinel_code(function: types.FunctionType, key: str, message: str) -> type
         "    return refused",
     ]
     namespace: dict[str, Any] = {"__builtins__": __builtins__}
-    exec(compile("\n".join(lines), f"<forbidden {function.__qualname__}>", "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(lines), f"<forbidden {function.__qualname__}>", "exec"), namespace)
     return namespace["_outer"]().__code__.replace(
         co_name=function.__code__.co_name, co_qualname=function.__code__.co_qualname
     )

@@ -241,7 +241,7 @@ def check_add_positions(add_positions, seed: int = 0) -> None:
                 x / root + pe[:length]
             ),
             "embeddings multiplied by D instead of sqrt(D)": lambda d=d, length=length, pe=pe, x=x: x * d + pe[:length],
-            "the sum scaled by sqrt(D): the encoding must not be scaled": lambda length=length, pe=pe, root=root, x=x: (  # noqa: E501
+            "the sum scaled by sqrt(D): the encoding must not be scaled": lambda length=length, pe=pe, root=root, x=x: (
                 (x + pe[:length]) * root
             ),
             "the whole table added instead of its first L rows": lambda pe=pe, root=root, x=x: x * root + pe,

@@ -28,7 +28,7 @@ def fresh_copy(obj):
     not the object the checks block."""
     namespace = dict(vars(sys.modules[obj.__module__]), __name__="copied_reference")
     source = "from __future__ import annotations\n" + textwrap.dedent(inspect.getsource(obj))
-    exec(compile(source, f"<copy of {obj.__qualname__}>", "exec"), namespace)  # noqa: S102 - our own source
+    exec(compile(source, f"<copy of {obj.__qualname__}>", "exec"), namespace)  # our own source
     return namespace[obj.__name__]
 
 

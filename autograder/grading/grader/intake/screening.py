@@ -89,7 +89,7 @@ def inspect_submission(folder: Path, lab: str, release: Path | None, source: Pat
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Refused as err:
         return Inspection(None, f"{lab}.ipynb is {err}; scored 0", notes)
-    except Exception as err:  # noqa: BLE001 - any unreadable file is reported, not crashed on
+    except Exception as err:  # any unreadable file is reported, not crashed on
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
     released = nbformat.read(str(release), as_version=4) if release is not None and release.is_file() else None

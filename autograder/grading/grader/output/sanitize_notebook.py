@@ -115,7 +115,7 @@ def clean_markdown(source: str, attachments: dict | None = None) -> str:
     markdown source that renders to exactly that."""
     try:
         html = math_markup.render_markdown(source, attachments)
-    except Exception:  # noqa: BLE001 - e.g. a missing attachment: the text, escaped, is shown instead
+    except Exception:  # e.g. a missing attachment: the text, escaped, is shown instead
         html = "<pre>" + nh3.clean_text(source) + "</pre>"
     return as_block(clean_html(html, math=True))
 

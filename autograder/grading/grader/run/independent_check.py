@@ -158,11 +158,11 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
             namespace[name] = child.request({"op": "global", "name": name})
     try:
         with _quiet():
-            exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
+            exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # the course's own test
         verdict = Verdict(True, exercise=grade_id)
     except (wire.WireError, TimeoutError):
         raise
-    except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
+    except BaseException as err:  # a failed check, whatever it raised
         verdict = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id, mistake=mistake_of(err))
     if child.connection.broken:
         raise wire.PeerGone(child.connection.broken)
@@ -208,7 +208,7 @@ class _Zygote:
             if child.request({"op": "exit"}) != "ended":
                 raise wire.WireError("an unexpected reply to exit")
             return verdict
-        except Exception:  # noqa: BLE001 - whatever the fork did, it gets no credit, and the next check a new zygote
+        except Exception:  # whatever the fork did, it gets no credit, and the next check a new zygote
             self.close()
             return Verdict(False, "the carried-forward check broke off", exercise=grade_id)
 

@@ -67,7 +67,7 @@ def _recheck(s: Submission) -> dict[str, Verdict]:
         )
     except GraderError:
         raise  # the grader's failure: reported as such, never as the student's 0
-    except Exception as err:  # noqa: BLE001 - no verdict, no points: said on the summary line
+    except Exception as err:  # no verdict, no points: said on the summary line
         return {
             grade_id: Verdict(False, f"the independent check could not run: {err}") for grade_id in test_cells(s.source)
         }

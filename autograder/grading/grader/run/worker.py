@@ -222,7 +222,7 @@ def _answer(job: Job) -> Result:
         return preflight.run(job) if job.preflight else run(job)
     except GraderError as err:
         return Result(grader_error=str(err))
-    except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
+    except Exception as err:  # reported to the pipeline, which goes on
         return Result(autograde=Run(False, "", f"{type(err).__name__}: {err}"))
 
 
