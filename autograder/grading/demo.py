@@ -12,7 +12,7 @@ the release (autograder.grading.answers):
 
 Then autograder.cli grades it as ``python -m autograder --course DEMO grade DEMO/submitted``, the
 command an instructor runs, in the bubblewrap sandbox, and ends with the paths of grades.csv, the
-feedback folder and the class report (``outcomes.results``). A folder that holds anything but an earlier
+feedback folder and the class report (``grading.results``). A folder that holds anything but an earlier
 demo is refused.
 """
 

@@ -13,7 +13,7 @@ File names are read generously: a resubmission suffix (LAB-2.ipynb, LAB (2).ipyn
 highest number wins), Colab's "Copy of LAB.ipynb", and "_" or " " for "-" in the lab's name.
 Names are data: a student is who the LMS says, the name and the account it records as unique
 (Canvas's user id, Moodle's participant id), and keeps the id it was first given
-(``intake.student_id``; two John Smiths get two ids, the original of each kept beside it); a file
+(``submitted.student_id``; two John Smiths get two ids, the original of each kept beside it); a file
 in a student's folder counts for that student whatever its name says (Moodle's folders too);
 only the parts of a file name that the LMS writes are read for a student or a late flag.
 

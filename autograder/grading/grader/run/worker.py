@@ -61,7 +61,7 @@ class WorkerProcess:
     """The pipeline's handle on one long-lived worker process, started again after a crash
     or a job past its time limit (killed with its kernels). It starts in ``cwd`` (a folder of
     the pipeline's) with the ``autograder`` of ``package``; its stderr is read through a pipe,
-    the last ``sandbox.OUTPUT_CAP`` bytes kept."""
+    the last ``confinement.OUTPUT_CAP`` bytes kept."""
 
     def __init__(self, scratch: Path, jupyter_path: str, package: Path | None = None) -> None:
         self.proc: subprocess.Popen | None = None
