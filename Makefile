@@ -5,10 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 1
 SUBMISSIONS ?= submitted
-# flags that change chapter 8's recipe (autograder/reference/recipe.py; python -m autograder train --help)
+# flags that change chapter 8's recipe (autograder/reference/training/recipe.py; python -m autograder train --help)
 TRAIN_ARGS ?=
 
-.PHONY: help venv book serve lint test test-fast test-gpu release lab grade export demo train bench clean
+.PHONY: help venv book serve lint test test-fast test-gpu release lab grade export demo train bench map clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -65,11 +65,14 @@ export: $(STAMP)  ## write a graded lab's grades as the files an LMS imports (LM
 demo: $(STAMP)  ## grade a small example class (four students of the warm-up lab) in demo/ and print where its results are
 	$(BIN)/python -m autograder demo
 
-train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
+train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/training/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
 	$(BIN)/python -m autograder train $(TRAIN_ARGS)
 
 bench: $(STAMP)  ## run the benchmarks (ratios against PyTorch's own modules)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+map:  ## rewrite ARCHITECTURE.md's list of every package and module from their docstrings (tools/module_map.py)
+	$(PYTHON) tools/module_map.py
 
 clean:  ## remove build outputs (keeps .venv and grading data)
 	rm -rf _build .pytest_cache

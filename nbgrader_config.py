@@ -103,8 +103,8 @@ _scripts = os.path.dirname(sys.executable)
 if _scripts not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join([_scripts, os.environ.get("PATH", "")])
 # Formgrader's Autograde buttons would run a submission as the instructor, outside the sandbox:
-# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/grader/output/formgrader.py).
-from autograder.grading.grader.output.formgrader import disable_autograde  # noqa: E402
+# they answer with a pointer to `python -m autograder grade` instead (autograder/grading/formgrader.py).
+from autograder.grading.formgrader import disable_autograde  # noqa: E402
 
 disable_autograde()
 # Formgrader's pages load MathJax 2 from a CDN and nbgrader 0.9.6 has no setting to change that

@@ -11,9 +11,9 @@ version is set (pyproject.toml reads it).
 
 __version__ = "0.1.0"
 
-import sys  # noqa: E402
+import sys
 
-from autograder.version import mismatch  # noqa: E402
+from autograder.version import mismatch
 
 
 def require(version: str, site: str | None = None) -> bool:

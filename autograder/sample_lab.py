@@ -118,6 +118,23 @@ except NotImplementedError:
 """
 
 
+def exercise(text_id: str, text: str, name: str, answer: str, points: int) -> list[NotebookNode]:
+    """An exercise's three cells: its text, the answer cell, and the test cell calling ``check_<name>``
+    on the visible case and, hidden, on three more seeds."""
+    check = f"check_{name}"
+    return [
+        md(text_id, text),
+        solution(name, answer),
+        tests(
+            f"test_{name}",
+            points,
+            imports=f"from autograder.checks import {check}",
+            visible=f"{check}({name})",
+            hidden=f"for seed in (1, 2, 3):\n    {check}({name}, seed=seed)",
+        ),
+    ]
+
+
 def build() -> NotebookNode:
     """The warm-up lab as a notebook (with solutions and hidden tests)."""
     return lab(
@@ -125,24 +142,8 @@ def build() -> NotebookNode:
         [
             md("intro", INTRO),
             code("setup", SETUP),
-            md("relu_text", RELU_TEXT),
-            solution("relu", RELU),
-            tests(
-                "test_relu",
-                2,
-                imports="from autograder.checks import check_relu",
-                visible="check_relu(relu)",
-                hidden="for seed in (1, 2, 3):\n    check_relu(relu, seed=seed)",
-            ),
-            md("mse_text", MSE_TEXT),
-            solution("mean_squared_error", MSE),
-            tests(
-                "test_mean_squared_error",
-                3,
-                imports="from autograder.checks import check_mean_squared_error",
-                visible="check_mean_squared_error(mean_squared_error)",
-                hidden="for seed in (1, 2, 3):\n    check_mean_squared_error(mean_squared_error, seed=seed)",
-            ),
+            *exercise("relu_text", RELU_TEXT, "relu", RELU, 2),
+            *exercise("mse_text", MSE_TEXT, "mean_squared_error", MSE, 3),
             md("plot_text", PLOT_TEXT),
             code("plot", PLOT),
         ],

@@ -5,7 +5,7 @@ sequences of symbols 1..10 (vocabulary 11, id 0 padding), length 10, whose first
 always 1 and serves as the start symbol; 20 epochs of 20 batches of 80 (400 steps), 2 layers,
 Adam (0.9, 0.98, 1e-9) with base rate 0.5 under the warmup schedule (warmup 400, factor 1: a
 Noam factor of 0.5 in our terms), no label smoothing. This script generates that task with
-its own code and trains OUR EncoderDecoder on it with ``autograder.reference.train``'s step,
+its own code and trains OUR EncoderDecoder on it with ``autograder.reference.training.train``'s step,
 then greedy-decodes 1,000 fresh sequences per seed. It times only the training steps.
 
 It runs a ladder of configurations (``LADDER``), each one change more than the one before,
@@ -50,8 +50,8 @@ import torch
 
 from autograder.reference.decode import greedy_decode
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.recipe import TRAIN_RECIPE
-from autograder.reference.train import TrainConfig, make_optimizer, train_step
+from autograder.reference.training.recipe import TRAIN_RECIPE
+from autograder.reference.training.train import TrainConfig, make_optimizer, train_step
 
 VOCAB, LENGTH, START, PAD = 11, 10, 1, 0  # symbols 1..10; the first of each sequence is 1
 

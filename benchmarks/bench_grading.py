@@ -23,10 +23,10 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import nbformat  # noqa: E402
+import nbformat
 
 from autograder.grading import answers, course
-from autograder.grading.grader import pipeline  # noqa: E402
+from autograder.grading.grader import grading, pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = "00-warmup"
@@ -66,7 +66,7 @@ def every_lab(work: Path, labs: list[str] | None = None) -> float:
     for lab in labs or course.labs(REPO):
         root = _course(work / f"lab-{lab}", lab)
         inbox = _inbox(work / f"inbox-{lab}", 1, lab, answered=10**6)
-        (outcome,) = pipeline.grade(root, inbox, pipeline.Options(jobs=1, progress=False))
+        (outcome,) = pipeline.grade(root, inbox, grading.Options(jobs=1, progress=False))
         total = outcome.autograde_seconds + outcome.check_seconds
         slowest = max(slowest, total)
         print(
@@ -116,7 +116,7 @@ def main() -> int:
             for jobs in (1, args.jobs):
                 root = _course(work / f"jobs{jobs}-{run}")
                 start = time.perf_counter()
-                outcomes = pipeline.grade(root, inbox, pipeline.Options(jobs=jobs, progress=False))
+                outcomes = pipeline.grade(root, inbox, grading.Options(jobs=jobs, progress=False))
                 seconds[jobs].append(time.perf_counter() - start)
                 csvs.add((root / "grades.csv").read_bytes())
                 if jobs == 1:

@@ -18,7 +18,7 @@ import time
 import torch
 
 from autograder.reference import EncoderDecoder, TransformerConfig, label_smoothed_loss
-from autograder.reference.baseline import TorchTransformer
+from autograder.reference.oracles.baseline import TorchTransformer
 
 
 def step_time(model: torch.nn.Module, src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> float:

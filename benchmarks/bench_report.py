@@ -1,7 +1,8 @@
 """The class report of one lab for a class of 500, from recorded verdicts: seconds.
 
-The class is ``report.example``'s (verdicts.json files written once, each student's answers
-their own); the report is written from them ``--repeats`` times in one process and the median
+The class is ``example_class``'s of ``tests/grading/grader/report/report_class.py``
+(verdicts.json files written once, each student's answers their own); the report is written
+from them ``--repeats`` times in one process and the median
 reported: reading every file and the release, the tally, the similar-answer search
 (fingerprints, the boilerplate and the code common to more than M answers left out, the
 prefix-filtered join, the pairs of students), the two plots, both HTML pages and the CSV files. Grading is
@@ -15,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -32,14 +36,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    sys.path.insert(0, str(REPO))  # a script: the repository's tests package importable
     from autograder.grading.grader.report import alike as similar
-    from autograder.grading.grader.report import example, write_report
+    from autograder.grading.grader.report import write_report
+    from tests.grading.grader.report import report_class as example
 
     students, repeats = (50, 1) if args.smoke else (args.students, args.repeats)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
         root = Path(folder)
         example.example_class(root, students)
-        print(f"class of {students} students on {example.LAB}: recorded verdicts, {len(example.PLAN)} exercises")
+        print(
+            f"class of {students} students on {example.LAB}: recorded verdicts, {len(example.EXAMPLE_PLAN)} exercises"
+        )
         times = []
         for _ in range(repeats):
             start = time.perf_counter()

@@ -34,10 +34,17 @@ from pathlib import Path
 
 import torch
 
-from autograder.reference import captured
-from autograder.reference.baseline import TorchTransformer
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import TrainConfig, amp_dtype, make_optimizer, precision_name, step_function, train_step
+from autograder.reference.oracles.baseline import TorchTransformer
+from autograder.reference.training import captured
+from autograder.reference.training.train import (
+    TrainConfig,
+    amp_dtype,
+    make_optimizer,
+    precision_name,
+    step_function,
+    train_step,
+)
 
 # name -> (model sizes, batch B, length S = T): the course's small model and the paper's base model
 SIZES = {

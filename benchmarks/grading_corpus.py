@@ -51,7 +51,7 @@ from tests.grading.helpers import answered  # noqa: E402
 from tests.grading.scenarios import hostile_class  # noqa: E402 - the hostile suite's builders
 
 # Wrong answers written as edits of a solution's code (between its markers), each one of the
-# mistakes that the checks' tests (tests/checks/, autograder/checks/variants.py) hand to a check;
+# mistakes that the checks' tests (tests/checks/, autograder/checks/kit/variants.py) hand to a check;
 # the first that applies to an exercise is made, once. Specific edits come before generic ones.
 MISTAKES = [
     (".clamp_min(torch.finfo(x.dtype).tiny)", "", "a fully masked row gives NaN"),

@@ -1,7 +1,7 @@
 """Seconds and steps to 99% held-out exact match: our EncoderDecoder vs nn.Transformer.
 
 Both models get the same task, sizes, initialisation scheme, seed, batches and recipe
-(``autograder.reference.train``); only the layers differ (ours written out by hand,
+(``autograder.reference.training.train``); only the layers differ (ours written out by hand,
 PyTorch's ``nn.Transformer`` in ``TorchTransformer``). Every ``--eval-every`` steps the
 first ``--eval-size`` validation pairs are decoded greedily; the time and steps to the
 first evaluation that reaches ``--target`` are recorded, and training goes on to
@@ -27,9 +27,9 @@ import time
 import torch
 
 from autograder.data import make_task
-from autograder.reference.baseline import TorchTransformer
 from autograder.reference.model import EncoderDecoder, TransformerConfig
-from autograder.reference.train import TrainConfig, evaluate, make_optimizer, train_step, training_batches
+from autograder.reference.oracles.baseline import TorchTransformer
+from autograder.reference.training.train import TrainConfig, evaluate, make_optimizer, train_step, training_batches
 
 MODELS = {"ours": EncoderDecoder, "pytorch": TorchTransformer}
 

@@ -1,7 +1,8 @@
 """Does the package keep its shape: no import circle, the grader's side apart from the sandboxed
-side (autograder/grading/__init__.py), the grader's stations in the order a submission travels,
-short modules and functions, no standard-library names, no twin classes, nbgrader's cell metadata
-read in one module?
+side (autograder/grading/__init__.py), the reference's teaching path apart from its training hall
+and its oracles, the grader's stations in the order a submission travels, short modules and
+functions, no standard-library names, the command lines in one package, no twin classes,
+nbgrader's cell metadata read in one module?
 
 Read with ``ast`` alone: no module of ``autograder`` is imported here, so a module that
 would misbehave on import cannot hide its own imports."""
@@ -26,10 +27,14 @@ CELL_METADATA = "autograder.notebook_cells"  # the one module that reads nbgrade
 NBGRADER_KEY = "nbgrader"
 RAW_METADATA = ("fields", "_kept")  # notebook_cells' own readers of the raw dict
 # The grader's stations, in the order a submission travels through them, and what every station
-# may read beside them (the data that crosses between stations); pipeline runs the stations.
+# may read beside them (the data that crosses between stations, and in_parts: a grading in parts);
+# the conductors run the stations' steps: pipeline for a class, in_parts.conductor in shards.
 STATIONS = ("intake", "run", "verdict", "output", "report")
-SHARED = ("job", "outcomes", "lab_cells", "verdicts_json", "safe_text", "resume", "shards", "atomic")
-CONDUCTORS = ("pipeline", "sharded")
+SHARED = ("job", "grading", "lab_cells", "verdicts_json", "safe_text", "in_parts")
+CONDUCTORS = ("pipeline", "in_parts.conductor")
+MAX_TOP_MODULES = 6  # modules at the grader's top level, beside its station packages
+# The lists of steps, each run in order by one loop: the class's, and one submission's in the worker.
+STEP_LISTS = (f"{GRADER}.pipeline", f"{GRADER}.run.steps")
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -147,12 +152,47 @@ def test_the_grader_side_never_imports_the_sandboxed_side() -> None:
     assert crossings == {}
 
 
+REFERENCE = "autograder.reference"
+# Beside the teaching path (one module per idea, shown by the book): the training hall and the oracles.
+BESIDE_THE_TEACHING_PATH = (f"{REFERENCE}.training", f"{REFERENCE}.oracles")
+
+
+def teaching_path_imports_beside_it(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module of the teaching path -> the modules of BESIDE_THE_TEACHING_PATH it imports, directly."""
+    found: dict[str, list[str]] = {}
+    for name, targets in graph.items():
+        if not _on_side(name, REFERENCE) or any(_on_side(name, hall) for hall in BESIDE_THE_TEACHING_PATH):
+            continue
+        beside = sorted(t for t in targets if any(_on_side(t, hall) for hall in BESIDE_THE_TEACHING_PATH))
+        if beside:
+            found[name] = beside
+    return found
+
+
+def test_the_teaching_path_imports_nothing_beside_it() -> None:
+    """Does a module of the reference's teaching path (``autograder/reference/``, the package's
+    ``__init__`` included) import the training hall or the oracles, which build on it (a lecture's
+    module would then drag training or ``nn.Transformer`` along)?"""
+    graph = import_graph()
+    assert all(hall in graph for hall in BESIDE_THE_TEACHING_PATH), "the training hall and the oracles are packages"
+    assert teaching_path_imports_beside_it(graph) == {}
+
+
+def test_a_teaching_module_importing_training_is_found() -> None:
+    """Would the rule above see the package's ``__init__`` and a lecture's module importing training
+    or an oracle, and let training import the teaching path?"""
+    step, baseline = f"{REFERENCE}.training.step", f"{REFERENCE}.oracles.baseline"
+    graph = {REFERENCE: {step}, f"{REFERENCE}.decode": {baseline, f"{REFERENCE}.model"}, step: {REFERENCE}}
+    assert teaching_path_imports_beside_it(graph) == {REFERENCE: [step], f"{REFERENCE}.decode": [baseline]}
+
+
 def station_of(name: str) -> str | None:
     """The station (or SHARED module, or one of the CONDUCTORS) a module of the grader belongs to; None
     outside the grader. Anything else at the grader's top level is named as it is, and fails."""
     if not _on_side(name, GRADER) or name == GRADER:
         return None
-    return name.removeprefix(GRADER + ".").split(".")[0]
+    rest = name.removeprefix(GRADER + ".")
+    return next((c for c in CONDUCTORS if rest == c or rest.startswith(c + ".")), rest.split(".")[0])
 
 
 def backward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
@@ -183,6 +223,75 @@ def test_the_grader_is_laid_out_in_stations() -> None:
         assert (PACKAGE / "grading" / "grader" / station / "__init__.py").is_file()
 
 
+def test_the_grader_has_few_modules_beside_its_stations() -> None:
+    """Does the grader's top level hold at most MAX_TOP_MODULES modules beside its packages
+    (more, and it is a hall again: group them in a package of what they serve)?"""
+    top = [p.stem for p in (PACKAGE / "grading" / "grader").glob("*.py") if p.stem != "__init__"]
+    assert len(top) <= MAX_TOP_MODULES, sorted(top)
+
+
+def steps_of(module: str, graph_modules: dict[str, Path] | None = None) -> list[tuple[str, str]]:
+    """(step, module that defines it) for each entry of ``module``'s ``STEPS`` list, in order,
+    each name followed through the module's imports (``from X import step`` or ``X.step``)."""
+    known = graph_modules or modules()
+    tree = ast.parse(known[module].read_text())
+    origin: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                origin[alias.asname or alias.name] = full if full in known else node.module
+    listed: list[ast.expr] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.List):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "STEPS" for t in targets):
+                listed = list(node.value.elts)
+    found = []
+    for entry in listed:
+        if isinstance(entry, ast.Attribute) and isinstance(entry.value, ast.Name):
+            found.append((entry.attr, origin.get(entry.value.id, module)))
+        elif isinstance(entry, ast.Name):
+            found.append((entry.id, origin.get(entry.id, module)))
+    return found
+
+
+def walk_problems(steps: list[tuple[str, str]]) -> list[str]:
+    """What is wrong with one list of steps: a step outside the stations (in a conductor or a
+    shared module), or a step of an earlier station after one of a later station (a submission
+    going back)."""
+    order = {station: i for i, station in enumerate(STATIONS)}
+    problems, last = [], 0
+    for step, module in steps:
+        station = station_of(module)
+        if station not in order:
+            problems.append(f"{step} is in {module}, not in a station")
+            continue
+        if order[station] < last:
+            problems.append(f"{step} ({station}) comes after a step of {STATIONS[last]}")
+        last = max(last, order[station])
+    return problems
+
+
+def test_each_step_is_in_its_station_and_the_walk_goes_forward() -> None:
+    """Is every step of the class's list and of the worker's list defined in a station, and
+    does each list visit the stations once, in the order a submission travels (no step of a
+    station after one of a later station)?"""
+    for listing in STEP_LISTS:
+        steps = steps_of(listing)
+        assert len(steps) > 3, listing
+        assert walk_problems(steps) == [], listing
+
+
+def test_a_step_out_of_place_is_found() -> None:
+    """Would the rule above see a step left in the conductor, and a walk that goes back (an
+    intake step after a run step)?"""
+    intake, run = f"{GRADER}.intake.steps", f"{GRADER}.run.jobs"
+    assert walk_problems([("intake", intake), ("make_jobs", run)]) == []
+    assert walk_problems([("look", f"{GRADER}.pipeline")]) == [f"look is in {GRADER}.pipeline, not in a station"]
+    assert walk_problems([("make_jobs", run), ("screen", intake)]) == ["screen (intake) comes after a step of run"]
+
+
 def test_no_station_imports_an_earlier_one() -> None:
     """Following a submission from intake to report, does any module of a later station import a
     module of an earlier one (a step reaching back: what it needs should travel in its Job), or a
@@ -193,7 +302,7 @@ def test_no_station_imports_an_earlier_one() -> None:
 def test_a_step_reaching_back_is_found() -> None:
     """Would the rule above see the verdict station reading intake's record (what the record
     step did before the Job carried the original id), and a shared module importing a station?"""
-    v, i = f"{GRADER}.verdict.save_verdicts", f"{GRADER}.intake.marks"
+    v, i = f"{GRADER}.verdict.save_verdicts", f"{GRADER}.intake.intake_record"
     shared = f"{GRADER}.job"
     assert backward_imports({v: {i}, i: set(), shared: {v}}) == {v: [i], shared: [v]}
     assert backward_imports({i: {v}, v: set()}) == {}
@@ -210,6 +319,29 @@ def test_no_module_is_named_like_the_standard_library() -> None:
     script run from its folder, or a reader, would confuse with it)?"""
     clashes = [name for name, path in modules().items() if path.stem in sys.stdlib_module_names]
     assert clashes == []
+
+
+COMMAND_LINE = "autograder.cli"  # python -m autograder COMMAND: every command's parser, one module each
+OWN_COMMAND_LINE = (f"{SANDBOXED}.launcher",)  # a tool the grader starts by module name, not a command
+
+
+def test_command_lines_are_made_in_autograder_cli() -> None:
+    """Does any module outside autograder/cli/ (the course's commands, one module each) import argparse,
+    apart from the sandbox's launcher (OWN_COMMAND_LINE: started by module name inside bubblewrap, not a
+    command of the course)?"""
+    outside = [
+        name
+        for name, path in modules().items()
+        if not _on_side(name, COMMAND_LINE)
+        and name not in OWN_COMMAND_LINE
+        and any(
+            target == "argparse" or target.startswith("argparse.")
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target in _imported(node, name, path.name == "__init__.py")
+        )
+    ]
+    assert outside == []
 
 
 def test_no_two_grading_classes_share_a_name() -> None:

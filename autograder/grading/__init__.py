@@ -17,4 +17,6 @@ grade nothing:
     workspace   a student's copy of the labs, updated to a new release with their answers kept
     lab         a student's JupyterLab on that copy (``make lab``), student tools only
     answers     a released lab answered from the solutions (the grading tests' submissions)
+    formgrader  the instructor's Formgrader, its Autograde buttons pointed at ``make grade``
+                (nbgrader_config.py calls it when the server starts)
 """

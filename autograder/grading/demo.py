@@ -15,7 +15,7 @@ warm-up unless another is asked for: ``nbgrader_config.py``, ``solutions/LAB`` a
 Then autograder.cli grades it as ``python -m autograder --course DEMO grade DEMO/moodle-submissions-LAB.zip``,
 the command an instructor runs, in the bubblewrap sandbox (intake reads each participant's id
 from the zip), prints the paths of grades.csv, the feedback folder and the class report
-(``outcomes.results``), and ends with the files Moodle imports (``python -m autograder export
+(``grading.results``), and ends with the files Moodle imports (``python -m autograder export
 --lms moodle LAB``: the grading worksheet and the feedback zip). A folder that holds anything
 but an earlier demo is refused.
 """

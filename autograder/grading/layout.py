@@ -60,11 +60,11 @@ class CourseLayout:
     def grading_state(self) -> Path:
         """What the next grading reads of the earlier ones, under ``grading-logs/state``: the
         start-up check's record, a grading in shards' plan and its shards' states
-        (``grader/resume``, ``grader/shards``)."""
+        (``grader/in_parts/stamps``, ``grader/in_parts/shards``)."""
         return self.grading_logs / "state"
 
     def stamp(self, student: str, lab: str) -> Path:
-        """The stamp of a finished submission, beside its log (``grader/resume``)."""
+        """The stamp of a finished submission, beside its log (``grader/in_parts/stamps``)."""
         return self.grading_logs / f"{student}--{lab}.stamp.json"
 
     @property

@@ -16,14 +16,10 @@ from autograder.reference.bpe import (
     bpe_decode,
     bpe_encode,
     build_vocab,
-    bytes_to_unicode,
     count_pairs,
-    pre_tokenize,
-    split_words,
-    to_byte_level,
     train_bpe,
-    unicode_to_bytes,
 )
+from autograder.reference.bytelevel import bytes_to_unicode, pre_tokenize, split_words, to_byte_level, unicode_to_bytes
 from autograder.reference.decode import greedy_decode
 from autograder.reference.device import best_device
 from autograder.reference.families import (
@@ -129,18 +125,18 @@ __all__ = [
     "label_smoothed_loss",
     "noam_lr",
     "noam_scheduler",
-    # chapter 9
+    # chapter 9: byte-pair encoding, then the byte-level alphabet and words it merges
     "SPECIAL_TOKENS",
     "BPETokenizer",
     "bpe_decode",
     "bpe_encode",
     "build_vocab",
-    "bytes_to_unicode",
     "count_pairs",
+    "train_bpe",
+    "bytes_to_unicode",
     "pre_tokenize",
     "split_words",
     "to_byte_level",
-    "train_bpe",
     "unicode_to_bytes",
     "beam_search",
     "bleu",

@@ -34,7 +34,7 @@ TIMEOUT = 30  # seconds to wait for a page, MathJax or the search results
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002  (the base class's name)
+    def log_message(self, format, *args):
         pass
 
 

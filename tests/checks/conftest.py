@@ -5,7 +5,7 @@ boundary rejects no valid answer and that each mistake is named the same way the
 
 The mistake ids the wrong answers raise are gathered over the session (from every xdist
 worker too): a session that ran all the tests of the checks fails if an id of
-``autograder/checks/mistakes.py`` was raised by none of them (``test_mistakes.py`` says more)."""
+``autograder/checks/kit/mistakes.py`` was raised by none of them (``test_mistakes.py`` says more)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from autograder.checks import mistakes
-from autograder.checks.core import CheckFailed
+from autograder.checks.kit import mistakes
+from autograder.checks.kit.failures import CheckFailed
 from tests.checks.across_boundary import across
 from tests.checks.mistake_ids import NOT_YET_RAISED, RAISED, note
 
@@ -129,7 +129,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stale = sorted(NOT_YET_RAISED & RAISED)
     problems = (
         [
-            f"{len(missing)} mistake ids of autograder/checks/mistakes.py were raised by no wrong answer in "
+            f"{len(missing)} mistake ids of autograder/checks/kit/mistakes.py were raised by no wrong answer in "
             f"tests/checks: {', '.join(missing)}"
         ]
         if missing

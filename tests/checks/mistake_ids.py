@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from autograder.checks import mistakes
+from autograder.checks.kit import mistakes
 
 RAISED: set[str] = set()
 

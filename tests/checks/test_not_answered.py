@@ -9,7 +9,7 @@ import re
 import pytest
 
 from autograder.checks import check_mean_squared_error, check_relu, check_self_attention, check_softmax
-from autograder.checks.core import not_answered
+from autograder.checks.kit.core import not_answered
 
 NOT_ANSWERED = "is not answered yet: replace `raise NotImplementedError()` with your code"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from autograder.reference.interop import layer_state_to_torch, torch_layer_from
+from autograder.reference.oracles.interop import layer_state_to_torch, torch_layer_from
 
 
 def torch_stack_from(ours: nn.Module, num_heads: int, decoder: bool, norm_first: bool, eps: float = 1e-5) -> nn.Module:

@@ -20,7 +20,7 @@ from autograder.reference.generate import (
     sample,
     sample_next,
 )
-from autograder.reference.train import evaluate
+from autograder.reference.training.train import evaluate
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from autograder import reference as ref
-from autograder.reference.interop import torch_layer_from
+from autograder.reference.oracles.interop import torch_layer_from
 from tests.reference.stacks import torch_stack_from
 
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float64: dict(atol=1e-10, rtol=1e-10)}

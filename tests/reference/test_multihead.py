@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from autograder import reference as ref
-from autograder.reference.interop import torch_mha_from
+from autograder.reference.oracles.interop import torch_mha_from
 
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float64: dict(atol=1e-10, rtol=1e-10)}
 

@@ -1,5 +1,7 @@
 """What the pipeline asks a worker process (``Job``) and what it answers (``Result``): typed
-here, JSON on the pipe between them (one line each way), every field named.
+here, JSON on the pipe between them (one line each way), every field named; and, in the worker,
+what the steps of one submission share (``Submission``), with the independent check's verdict
+of each exercise (``Verdict``).
 
 Both ends are the grader's own processes, but the worker's answer is still read as data:
 ``Result.from_json`` keeps the fields it knows, of the types it expects.
@@ -118,3 +120,56 @@ class Result:
             if f.name in data and f.name not in ("autograde", "feedback")
         }
         return dataclasses.replace(cls(**plain), autograde=runs.get("autograde"), feedback=runs.get("feedback"))
+
+
+@dataclass
+class Verdict:
+    """The independent check's result for one graded exercise (its test cell)."""
+
+    passed: bool
+    message: str = ""
+    error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
+    exercise: str = ""  # the test cell's grade id
+    points: float = 0.0  # what the exercise scores, once the gradebook is settled
+    max_points: float = 0.0
+    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/kit/mistakes.py)
+    alone: bool | None = None  # error carried forward: passed with the earlier wrong answers made right (None: not run)
+    given: list[str] = field(default_factory=list)  # the names made right for that run
+
+    def to_dict(self) -> dict[str, object]:
+        """The verdict as plain JSON values (the raised exception stays here)."""
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "points": self.points,
+            "max_points": self.max_points,
+            "message": self.message,
+            "mistake": self.mistake,
+            "alone": self.alone,
+            "given": self.given,
+        }
+
+
+@dataclass
+class Submission:
+    """What the steps of one job share: the job, nbgrader's settings and API, the verdicts so
+    far, and the result being written."""
+
+    job: Job
+    config: Any  # traitlets Config: nbgrader_config.py and the job's overrides
+    api: Any  # nbgrader.apps.NbGraderAPI
+    result: Result = field(default_factory=Result)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return Path(self.job.root)
+
+    @property
+    def source(self) -> Path:
+        """The lab's source notebook: its test cells, hidden tests included."""
+        return self.job.source
+
+    @property
+    def autograded(self) -> Path:
+        return self.job.autograded

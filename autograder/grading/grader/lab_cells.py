@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 
 
 def hidden_lines(source: str, begin: str, end: str) -> set[int]:
@@ -37,7 +37,11 @@ def clear_hidden(source: str, begin: str, end: str) -> str:
 def test_cells(source: Path) -> dict[str, str]:
     """grade_id -> code of every graded code cell of a source notebook (hidden tests included)."""
     nb = nbformat.read(str(source), as_version=4)
-    return {nbcells.own_grade_id(c): c.source for c in nb.cells if c.cell_type == "code" and nbcells.is_graded(c)}
+    return {
+        notebook_cells.own_grade_id(c): c.source
+        for c in nb.cells
+        if c.cell_type == "code" and notebook_cells.is_graded(c)
+    }
 
 
 def solution_cells(source: Path) -> dict[str, list[str]]:
@@ -46,10 +50,10 @@ def solution_cells(source: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     since: list[str] = []
     for cell in nbformat.read(str(source), as_version=4).cells:
-        if cell.cell_type == "code" and nbcells.is_answer(cell):
+        if cell.cell_type == "code" and notebook_cells.is_answer(cell):
             since.append(cell.source)
-        elif cell.cell_type == "code" and nbcells.is_graded(cell):
-            out[nbcells.own_grade_id(cell)], since = since, []
+        elif cell.cell_type == "code" and notebook_cells.is_graded(cell):
+            out[notebook_cells.own_grade_id(cell)], since = since, []
     return out
 
 
@@ -57,7 +61,7 @@ def answer_cells(submission: Path) -> list[str]:
     """The code cells a submission runs before its tests can be called: all but the graded
     test cells, in order."""
     nb = nbformat.read(str(submission), as_version=4)
-    return [c.source for c in nb.cells if c.cell_type == "code" and not nbcells.is_graded(c)]
+    return [c.source for c in nb.cells if c.cell_type == "code" and not notebook_cells.is_graded(c)]
 
 
 def answers_before_tests(submission: Path) -> dict[str, list[str]]:
@@ -68,8 +72,8 @@ def answers_before_tests(submission: Path) -> dict[str, list[str]]:
     for cell in nbformat.read(str(submission), as_version=4).cells:
         if cell.cell_type != "code":
             continue
-        if nbcells.is_graded(cell):
-            out.setdefault(nbcells.own_grade_id(cell), list(since))
+        if notebook_cells.is_graded(cell):
+            out.setdefault(notebook_cells.own_grade_id(cell), list(since))
         else:
             since.append(cell.source)
     return out

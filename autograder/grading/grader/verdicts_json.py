@@ -1,7 +1,7 @@
 """The verdicts of one student's lab as data: ``autograded/STUDENT/LAB/verdicts.json``.
 
 Per graded exercise (a test cell): passed, failed or left blank, the points grades.csv gets,
-the stable id of the first mistake its check named (``autograder/checks/mistakes.py``) and
+the stable id of the first mistake its check named (``autograder/checks/kit/mistakes.py``) and
 the check's message; and the source of every answer cell as submitted. A class report is
 rebuilt from these files without grading again. The grader writes them; students never see
 them (they are not part of the feedback).
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 
 SCHEMA = "autograder.verdicts/1"
 FILENAME = "verdicts.json"

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading.grader.intake import marks
+from autograder.grading.grader.intake import intake_record
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.run.nbconfig import course_id
 from autograder.grading.grader.verdicts_json import FILENAME, VerdictsFileError, read_verdicts
@@ -78,7 +78,7 @@ def read(root: Path, lab: str, db_url: str | None = None) -> list[LmsRecord]:
     """Every student of ``lab`` the gradebook holds, sorted by id, with what intake recorded."""
     root = Path(root)
     layout = CourseLayout(root)
-    recorded = marks.load(root)
+    recorded = intake_record.load(root)
     url, course = db_url or layout.db_url, course_id(root)
     if not any(graded_lab == lab for _, graded_lab in gradebook.held(url, course)):  # nor is a gradebook made
         return []

@@ -9,7 +9,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 from autograder.grading.grader.safe_text import csv_cell, printable
 
 

@@ -48,9 +48,9 @@ def exception_for(name: str, message: str) -> BaseException:
     """The exception to raise here for one raised there: builtins keep their class (so that
     ``except ValueError`` works), the checks' own failures theirs, the rest a RemoteError."""
     if name in ("CheckFailed", "ForbiddenCall"):
-        from autograder.checks import core
+        from autograder.checks.kit import failures
 
-        return getattr(core, name)(message)
+        return getattr(failures, name)(message)
     klass = getattr(builtins, name, None)
     if isinstance(klass, type) and issubclass(klass, Exception) and klass.__module__ == "builtins":
         with contextlib.suppress(Exception):

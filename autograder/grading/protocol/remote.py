@@ -198,7 +198,7 @@ class Connection:
             document, tensors = self.encode(value)
             reply: dict[str, Any] = {"value": document, **extra}
             tensors.update(extra_tensors)
-        except Exception as err:  # noqa: BLE001 - any failure is the reply, not a crash
+        except Exception as err:  # any failure is the reply, not a crash
             reply, tensors = {"error": [type(err).__name__, str(err)[:4000]]}, {}
             if self.trusting:  # the child: where in the submission's cells it was raised
                 reply["frames"] = cell_frames(err)
@@ -281,24 +281,15 @@ class Connection:
             self.forbid.pop()
 
 
-class RemoteObject:
-    """A function, class or other object on the other side: call it, read its attributes."""
+class _OnTheOtherSide:
+    """What every handle on an object of the child's answers: a call, and the checks' hooks
+    (a sentinel, a scenario, tensors written back), each sent to the child over ``_remote``."""
 
-    def __init__(self, connection: Connection, ref: int, kind: str | None) -> None:
-        object.__setattr__(self, "_remote", (connection, ref, kind))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        connection, ref, _ = self._remote
-        return connection.getattr(ref, name)
+    _remote: tuple[Connection, int, str | None]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         connection, ref, _ = self._remote
         return connection.call(ref, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<{self._remote[2] or 'object'} in the sandbox>"
 
     def __remote_forbidden__(self, targets: list[str], instead: str) -> contextlib.AbstractContextManager:
         return self._remote[0].forbidding(targets, instead)
@@ -310,7 +301,23 @@ class RemoteObject:
         return self._remote[0].writing_back(tensors)
 
 
-class RemoteModule(torch.nn.Module):
+class RemoteObject(_OnTheOtherSide):
+    """A function, class or other object on the other side: call it, read its attributes."""
+
+    def __init__(self, connection: Connection, ref: int, kind: str | None) -> None:
+        object.__setattr__(self, "_remote", (connection, ref, kind))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        connection, ref, _ = self._remote
+        return connection.getattr(ref, name)
+
+    def __repr__(self) -> str:
+        return f"<{self._remote[2] or 'object'} in the sandbox>"
+
+
+class RemoteModule(_OnTheOtherSide, torch.nn.Module):
     """An ``nn.Module`` living in the child: every public attribute and method is the child's
     (``state_dict``, ``load_state_dict``, ``to``, ``eval``, ``forward``, ``attn_weights``...)."""
 
@@ -323,21 +330,8 @@ class RemoteModule(torch.nn.Module):
         connection, ref, _ = object.__getattribute__(self, "_remote")
         return connection.getattr(ref, name)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        connection, ref, _ = self._remote
-        return connection.call(ref, args, kwargs)
-
     def __repr__(self) -> str:
         return "<nn.Module in the sandbox>"
-
-    def __remote_forbidden__(self, targets: list[str], instead: str) -> contextlib.AbstractContextManager:
-        return self._remote[0].forbidding(targets, instead)
-
-    def __remote_scenario__(self, function: Any, *args: Any) -> Any:
-        return _scenario(self._remote[0], self._remote[1], function, args)
-
-    def __remote_write_back__(self, tensors: tuple[torch.Tensor, ...]) -> contextlib.AbstractContextManager:
-        return self._remote[0].writing_back(tensors)
 
 
 def _scenario(connection: Connection, ref: int, function: Any, args: tuple) -> Any:

@@ -178,7 +178,7 @@ def receive(fd: int, timeout: float | None = None) -> tuple[dict, dict[str, torc
     blob = _read_exact(fd, size, deadline) if size else b""
     try:
         tensors = load_tensors(blob) if blob else {}
-    except Exception as err:  # noqa: BLE001 - any broken blob is the peer's fault
+    except Exception as err:  # any broken blob is the peer's fault
         raise WireError(f"tensors that do not parse ({type(err).__name__})") from None
     if not isinstance(document, dict):
         raise WireError("a message that is not a JSON object")

@@ -51,7 +51,7 @@ def _outcome(function: Callable[..., Any] | None, name: str, args: tuple, kwargs
         return False, NameError(f"name '{name}' is not defined")
     try:
         return True, function(*_copy(args), **_copy(kwargs))
-    except Exception as err:  # noqa: BLE001 - either side's failure is its result; BaseExceptions pass in both forks
+    except Exception as err:  # either side's failure is its result; BaseExceptions pass in both forks
         return False, err
 
 
@@ -78,7 +78,7 @@ class Both:
 def _trampoline(key: int) -> types.CodeType:
     source = f"def trampoline(*args, **kwargs):\n    return {HOOK}[{key}](*args, **kwargs)\n"
     scope: dict[str, Any] = {}
-    exec(compile(source, "<carry>", "exec"), scope)  # noqa: S102 - our own two lines
+    exec(compile(source, "<carry>", "exec"), scope)  # our own two lines
     return scope["trampoline"].__code__
 
 

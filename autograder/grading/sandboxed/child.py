@@ -44,7 +44,7 @@ def _python(source: str) -> str:
         from IPython.core.inputtransformer2 import TransformerManager
 
         return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - without IPython the cell is run as it is
+    except Exception:  # without IPython the cell is run as it is
         return source
 
 
@@ -55,9 +55,9 @@ def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | Non
     for i, source in enumerate(cells):
         try:
             signal.setitimer(signal.ITIMER_REAL, limit)
-            exec(compile(_python(source), f"<cell {i + 1}>", "exec"), namespace)  # noqa: S102 - sandboxed
+            exec(compile(_python(source), f"<cell {i + 1}>", "exec"), namespace)  # sandboxed
             errors.append(None)
-        except BaseException as err:  # noqa: BLE001 - SystemExit and timeouts included
+        except BaseException as err:  # SystemExit and timeouts included
             errors.append(f"{type(err).__name__}: {err}"[:300])
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -83,7 +83,7 @@ def warm() -> None:
     """Import what every fork would import again (a zygote's, before any student code)."""
     _python("pass")
     for module in WARM:
-        with contextlib.suppress(Exception):  # noqa: BLE001 - only time is at stake
+        with contextlib.suppress(Exception):  # only time is at stake
             importlib.import_module(module)
 
 
@@ -139,7 +139,7 @@ class ChildServer(Connection):
     def __init__(self, rfd: int, wfd: int) -> None:
         super().__init__(rfd, wfd, trusting=True)
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
-        from autograder.checks.sentinels import forbidden  # before the submission's cells are loaded
+        from autograder.checks.kit.sentinels import forbidden  # before the submission's cells are loaded
 
         self.forbidden = forbidden
         self.pristine = True  # no student code has run here: this process may be forked

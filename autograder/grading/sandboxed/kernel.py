@@ -1,5 +1,5 @@
 """The grading kernel itself: ipykernel, started in the sandbox by the kernelspec that
-``grader.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
+``run.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
 The sandbox launcher has set its limits already; this module only cuts the descriptors
 student code could otherwise reach."""
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from autograder.grading.grader.job import Job, Result, Run
-from autograder.grading.grader.run import steps as submission
+from autograder.grading.grader.job import Job, Result, Run, Submission
+from autograder.grading.grader.run import steps
 from autograder.grading.layout import CourseLayout
 from autograder.grading.protocol.confinement import MEMORY_MB, Limits
 
@@ -68,50 +68,51 @@ def test_the_steps_of_a_submission_run_in_order_and_stop_at_false() -> None:
     ran: list[str] = []
 
     def step(name: str, go_on: bool):
-        def run(s: submission.Submission) -> bool:
+        def run(s: Submission) -> bool:
             ran.append(name)
             return go_on
 
         return run
 
-    s = submission.Submission(Job("/course", "lab", "ada"), SimpleNamespace(), None)
-    result = submission.grade(s, [step("first", True), step("second", False), step("third", True)])
+    s = Submission(Job("/course", "lab", "ada"), SimpleNamespace(), None)
+    result = steps.grade(s, [step("first", True), step("second", False), step("third", True)])
     assert ran == ["first", "second"] and result is s.result
 
 
-def test_the_default_steps_are_autograde_check_notebook_flags_feedback_record() -> None:
-    """Are the worker's steps, in order, autograde, the independent check, its verdicts into
-    the notebook, the flags, the feedback and the record of the verdicts (verdicts.json)?"""
-    assert [step.__name__ for step in submission.STEPS] == [
+def test_the_default_steps_are_autograde_check_points_notebook_flags_record_feedback() -> None:
+    """Are the worker's steps, in order, autograde, the independent check, the points it decides,
+    its verdicts into the notebook, the flags, the record of the verdicts (verdicts.json) and the
+    feedback?"""
+    assert [step.__name__ for step in steps.STEPS] == [
         "autograde",
         "independent_check",
+        "points",
         "into_notebook",
         "flags",
-        "feedback",
         "record",
+        "feedback",
     ]
 
 
 def test_a_step_appended_to_a_grading_runs_after_the_others(tmp_path) -> None:
     """Can a new per-class step (a class report) be added by appending it to the list of
     ``pipeline.grade``'s steps, and does it see what the steps before it left?"""
-    from autograder.grading.grader import pipeline
+    from autograder.grading.grader import grading, pipeline
 
     seen: list[str] = []
 
-    def first(g: pipeline.Grading) -> None:
+    def first(g: grading.Grading) -> None:
         g.pairs = [("ada", "00-warmup")]
         seen.append("first")
 
-    def report(g: pipeline.Grading) -> None:
+    def report(g: grading.Grading) -> None:
         seen.append(f"report of {g.pairs}")
 
-    outcomes = pipeline.grade(
-        tmp_path, tmp_path, pipeline.Options(sandbox=False, progress=False), steps=[first, report]
-    )
+    outcomes = pipeline.grade(tmp_path, tmp_path, grading.Options(sandbox=False, progress=False), steps=[first, report])
     assert seen == ["first", "report of [('ada', '00-warmup')]"] and list(outcomes) == []
     assert [step.__name__ for step in pipeline.STEPS] == [
         "intake",
+        "screen",
         "prepare",
         "make_jobs",
         "grade_each",

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import LAB, REPO, answered, make_course, released, with_cell
@@ -29,7 +29,7 @@ def test_grade_leaves_the_callers_path_alone(tmp_path: Path, monkeypatch) -> Non
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    assert pipeline.grade(root, inbox, pipeline.Options(progress=False)) == []
+    assert pipeline.grade(root, inbox, grading.Options(progress=False)) == []
     assert os.environ["PATH"] == "/usr/bin:/bin"
     assert (root / "grades.csv").read_text() == "student_id,lab,score,max_score,late,original_id\n"
 
@@ -119,7 +119,7 @@ def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     (inbox / "ada" / LAB).mkdir(parents=True)
     nbformat.write(answered(), str(inbox / "ada" / LAB / f"{LAB}.ipynb"))
     with pytest.raises(preflight.PreflightFailed, match="BROKEN-CHILD-0451"):
-        pipeline.grade(root, inbox, pipeline.Options(progress=False, limits=Limits(memory_mb=2048)))
+        pipeline.grade(root, inbox, grading.Options(progress=False, limits=Limits(memory_mb=2048)))
     assert not (root / "autograded").exists() and not (root / "grades.csv").exists()
 
 

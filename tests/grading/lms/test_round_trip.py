@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from autograder import cli
-from autograder.grading.grader import pipeline
-from autograder.grading.grader.intake import marks
+from autograder.grading.grader import grading, pipeline
+from autograder.grading.grader.intake import intake_record
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.run.nbconfig import course_id
 from autograder.grading.layout import CourseLayout
@@ -60,13 +60,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with zipfile.ZipFile(download, "w") as zf:
         for name, nb in CLASS.items():
             zf.writestr(name, nbformat.writes(nb))
-    pipeline.grade(root, download, pipeline.Options(jobs=2, progress=False))
+    pipeline.grade(root, download, grading.Options(jobs=2, progress=False))
     return root
 
 
 def _gradebook(root: Path) -> dict[str, tuple[str, float, float]]:
     """Who (as intake recorded): (id, score, max score), from the gradebook itself."""
-    who = marks.load(root).identities
+    who = intake_record.load(root).identities
     scores = gradebook.scores(CourseLayout(root).db_url, course_id(root))
     return {who.get(s, s): (s, score, top) for (s, lab), (score, top) in scores.items() if lab == LAB}
 

@@ -69,9 +69,9 @@ def relu(x):
 
 REPLACED_FORBIDDEN = """
 import contextlib, importlib
-core = importlib.import_module("autograder.checks." + "core")
+core = importlib.import_module("autograder.checks.kit." + "core")
 setattr(core, "forb" + "idden", lambda *args, **kwargs: contextlib.nullcontext())
-setattr(importlib.import_module("autograder.checks." + "sentinels"), "forb" + "idden", core.forbidden)
+setattr(importlib.import_module("autograder.checks.kit." + "sentinels"), "forb" + "idden", core.forbidden)
 
 def relu(x):
     return torch.relu(x)

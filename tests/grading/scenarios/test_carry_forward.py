@@ -18,7 +18,7 @@ import pytest
 
 from autograder import notebook_cells as nbcells
 from autograder.grading import answers
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.report import write_report
 from autograder.grading.grader.run import bwrap as sandbox
 from tests.grading.helpers import REPO
@@ -231,7 +231,7 @@ def _grade(folder: Path, carry_forward: bool) -> tuple[dict[str, float], dict[st
             path = inbox / student / WARMUP / f"{WARMUP}.ipynb"
             path.parent.mkdir(parents=True)
             nbformat.write(nb, str(path))
-    outcomes = pipeline.grade(course, inbox, pipeline.Options(jobs=2, progress=False))
+    outcomes = pipeline.grade(course, inbox, grading.Options(jobs=2, progress=False))
     points = {}
     graded = {o.student for o in outcomes}
     for student, (lab, _, _, _) in CLASS.items():
@@ -239,7 +239,7 @@ def _grade(folder: Path, carry_forward: bool) -> tuple[dict[str, float], dict[st
             continue
         recorded = json.loads((course / "autograded" / student / lab / "verdicts.json").read_text())
         points[student] = {e["exercise"]: e["points"] for e in recorded["exercises"]}
-    return {o.student: o.score for o in outcomes}, points, pipeline.summary(outcomes)
+    return {o.student: o.score for o in outcomes}, points, grading.summary(outcomes)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder.grading.course import labs
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from tests.grading.helpers import REPO, answered
 
@@ -31,8 +31,8 @@ def test_every_labs_solutions_get_full_marks(tmp_path: Path) -> None:
     for lab in labs(REPO):
         (inbox / "ada" / lab).mkdir(parents=True)
         nbformat.write(answered(lab=lab), str(inbox / "ada" / lab / f"{lab}.ipynb"))
-    outcomes = pipeline.grade(root, inbox, pipeline.Options(jobs=2, progress=False))
-    text = pipeline.summary(outcomes)
+    outcomes = pipeline.grade(root, inbox, grading.Options(jobs=2, progress=False))
+    text = grading.summary(outcomes)
     assert [o.lab for o in outcomes] == labs(REPO), text
     for outcome in outcomes:
         assert outcome.max_score > 0 and outcome.score == outcome.max_score, text

@@ -27,8 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
-from autograder.grading.grader.output.formgrader import MESSAGE
+from autograder.grading.formgrader import MESSAGE
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from tests import chromium
 from tests.grading.helpers import LAB, make_course, submit, with_cell
@@ -89,7 +89,7 @@ def course(tmp_path_factory, elsewhere: Elsewhere) -> Path:
     markdown = " ".join(v for k, v in markup.items() if k.startswith("/md-"))
     nb.cells.insert(2, nbformat.v4.new_markdown_cell("Elsewhere: " + markdown))
     submit(tmp / "inbox", STUDENT, nb)
-    (outcome,) = pipeline.grade(root, tmp / "inbox", pipeline.Options(progress=False, sandbox=sandbox.probe() is None))
+    (outcome,) = pipeline.grade(root, tmp / "inbox", grading.Options(progress=False, sandbox=sandbox.probe() is None))
     assert (outcome.score, outcome.max_score) == (5, 5), outcome
     return root
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.intake.ids import safe_id
 from autograder.grading.grader.lab_cells import clear_hidden
 from autograder.grading.grader.run import bwrap as sandbox
@@ -73,12 +73,12 @@ def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: 
 
     monkeypatch.setattr(tempfile, "mkdtemp", recorded_mkdtemp)
     try:
-        options = pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=300, progress=False)
+        options = grading.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=300, progress=False)
         outcomes = pipeline.grade(course, inbox, options)
         planted_exists = (package / "checks" / PLANTED).exists()
     finally:
         (package / "checks" / PLANTED).unlink(missing_ok=True)
-    text = pipeline.summary(outcomes)
+    text = grading.summary(outcomes)
     print(text)
     by_student = {o.student: o for o in outcomes}
     for student, (_, score, phrase) in cases.items():

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from autograder.grading import answers
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import REPO, released, with_answers, with_cell
@@ -60,9 +60,9 @@ def graded(tmp_path_factory) -> tuple[dict, str]:
         (inbox / student / LAB10).mkdir(parents=True)
         nbformat.write(make(), str(inbox / student / LAB10 / f"{LAB10}.ipynb"))
     outcomes = pipeline.grade(
-        course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600, progress=False)
+        course, inbox, grading.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600, progress=False)
     )
-    return {o.student: o for o in outcomes}, pipeline.summary(outcomes)
+    return {o.student: o for o in outcomes}, grading.summary(outcomes)
 
 
 @pytest.mark.slow

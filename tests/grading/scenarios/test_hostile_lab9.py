@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from autograder.grading import answers
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import REPO, released, with_answers, with_cell
@@ -182,9 +182,9 @@ def graded(tmp_path_factory) -> tuple[dict, str, Path]:
         (inbox / student / LAB).mkdir(parents=True)
         nbformat.write(make(), str(inbox / student / LAB / f"{LAB}.ipynb"))
     outcomes = pipeline.grade(
-        course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600, progress=False)
+        course, inbox, grading.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=600, progress=False)
     )
-    return {o.student: o for o in outcomes}, pipeline.summary(outcomes), course
+    return {o.student: o for o in outcomes}, grading.summary(outcomes), course
 
 
 @pytest.mark.slow

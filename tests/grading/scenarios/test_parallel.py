@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from tests.grading.helpers import LAB, answered, make_course, released, submit
 
 
@@ -24,8 +24,8 @@ def test_jobs_2_gives_the_same_grades_as_jobs_1_and_regrading_changes_nothing(tm
     student, and after rerunning the whole command, with every submission in the gradebook?"""
     inbox = _inbox(tmp_path / "inbox")
     serial, parallel = make_course(tmp_path / "serial"), make_course(tmp_path / "parallel")
-    pipeline.grade(serial, inbox, pipeline.Options(jobs=1, progress=False))
-    outcomes = pipeline.grade(parallel, inbox, pipeline.Options(jobs=2, progress=False))
+    pipeline.grade(serial, inbox, grading.Options(jobs=1, progress=False))
+    outcomes = pipeline.grade(parallel, inbox, grading.Options(jobs=2, progress=False))
     expected = (
         "student_id,lab,score,max_score,late,original_id\n"
         "ada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\ncy,00-warmup,2,5,,cy\n"
@@ -36,8 +36,8 @@ def test_jobs_2_gives_the_same_grades_as_jobs_1_and_regrading_changes_nothing(tm
     for student in ("ada", "ben", "cy"):
         assert (parallel / "feedback" / student / LAB / f"{LAB}.html").is_file()
 
-    pipeline.grade(parallel, inbox, pipeline.Options(jobs=2, students=["cy"], progress=False))
+    pipeline.grade(parallel, inbox, grading.Options(jobs=2, students=["cy"], progress=False))
     assert (parallel / "grades.csv").read_text() == expected
     shutil.rmtree(parallel / "autograded")
-    pipeline.grade(parallel, parallel / "submitted", pipeline.Options(jobs=2, progress=False))
+    pipeline.grade(parallel, parallel / "submitted", grading.Options(jobs=2, progress=False))
     assert (parallel / "grades.csv").read_text() == expected

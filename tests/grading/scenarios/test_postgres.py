@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from tests.grading.helpers import answered, make_course, released, submit
 
 
@@ -21,7 +21,7 @@ def test_grades_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
     inbox = tmp_path / "inbox"
     submit(inbox, "ada", answered())
     submit(inbox, "ben", released())
-    pipeline.grade(root, inbox, pipeline.Options(jobs=2, db_url=postgres_url, progress=False))
+    pipeline.grade(root, inbox, grading.Options(jobs=2, db_url=postgres_url, progress=False))
     assert (
         root / "grades.csv"
     ).read_text() == "student_id,lab,score,max_score,late,original_id\nada,00-warmup,5,5,,ada\nben,00-warmup,0,5,,ben\n"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline, resume
+from autograder.grading.grader import grading, pipeline
+from autograder.grading.grader.in_parts import stamps
 from autograder.grading.layout import CourseLayout
 from tests.grading.helpers import LAB, REPO, answered, make_course, released, results_of, submit
 
@@ -74,7 +75,7 @@ def test_a_grading_killed_half_way_resumes_to_the_same_results(tmp_path: Path) -
     for student, nb in STUDENTS.items():
         submit(inbox, student, nb)
     alone = make_course(tmp_path / "alone")
-    pipeline.grade(alone, inbox, pipeline.Options(jobs=2, progress=False))
+    pipeline.grade(alone, inbox, grading.Options(jobs=2, progress=False))
     root = make_course(tmp_path / "course")
     killed = _grade(root, inbox)
     deadline = time.monotonic() + 240
@@ -118,8 +119,9 @@ def test_a_grading_killed_half_way_resumes_to_the_same_results(tmp_path: Path) -
 def test_a_submission_whose_grading_was_lost_gets_no_stamp(tmp_path: Path) -> None:
     """A job with no answer for a reason not the student's (the worker died, grading stopped, the
     grader failed) is graded again next time; a student's own failure (too slow) is final."""
+    from autograder.grading.grader.grading import Outcome
     from autograder.grading.grader.job import Result
-    from autograder.grading.grader.outcomes import Outcome
+    from autograder.grading.grader.run.on_workers import record_result
 
     layout = CourseLayout(tmp_path)
     layout.grading_logs.mkdir()
@@ -129,7 +131,7 @@ def test_a_submission_whose_grading_was_lost_gets_no_stamp(tmp_path: Path) -> No
         "slow": Result(crash="grading took longer than 600 s and was stopped"),
     }
     for student, result in cases.items():
-        pipeline._record_result(tmp_path, Outcome(student, LAB), result, key=f"key-{student}")
+        record_result(tmp_path, Outcome(student, LAB), result, key=f"key-{student}")
     assert sorted(_stamps(tmp_path)) == ["slow"]
     stamp = layout.stamp("slow", LAB).read_text()
     assert '"key": "key-slow"' in stamp and '"graded": false' in stamp
@@ -146,7 +148,7 @@ def test_the_key_covers_every_file_of_the_package_and_what_renders_feedback(tmp_
     template.write_text('{%- macro mathjax(url="") -%}{%- endmacro -%}\n')
 
     def state() -> str:
-        return resume.course_state(CourseLayout(root), package, {"timeout": None})
+        return stamps.course_key(CourseLayout(root), package, {"timeout": None})
 
     before = state()
     (package / "__pycache__").mkdir()
@@ -156,9 +158,9 @@ def test_the_key_covers_every_file_of_the_package_and_what_renders_feedback(tmp_
     assert state() != before
     template.write_text('{%- macro mathjax(url="") -%}{%- endmacro -%}\n')
     assert state() == before
-    version = resume._version
+    version = stamps._version
     for name in ("nbconvert", "nh3", "latex2mathml"):
-        monkeypatch.setattr(resume, "_version", lambda n, name=name: "0.0.1" if n == name else version(n))
+        monkeypatch.setattr(stamps, "_version", lambda n, name=name: "0.0.1" if n == name else version(n))
         assert state() != before, name
 
 
@@ -175,14 +177,14 @@ def test_a_result_that_is_gone_makes_the_result_incomplete(tmp_path: Path) -> No
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
-    written = resume.results(layout, "ada", LAB)
+    written = stamps.results(layout, "ada", LAB)
     assert f"feedback/ada/{LAB}/{LAB}.html" in written and len(written) == 4
-    resume.write_stamp(layout, "ada", LAB, resume.Stamp("k", True, [], written))
-    assert resume.complete(layout, "ada", LAB, {("ada", LAB)}) == resume.Stamp("k", True, [], written)
+    stamps.write_stamp(layout, "ada", LAB, stamps.Stamp("k", True, [], written))
+    assert stamps.complete(layout, "ada", LAB, {("ada", LAB)}) == stamps.Stamp("k", True, [], written)
     (layout.feedback / "ada" / LAB / f"{LAB}.html").unlink()
-    assert resume.complete(layout, "ada", LAB, {("ada", LAB)}) is None
+    assert stamps.complete(layout, "ada", LAB, {("ada", LAB)}) is None
     layout.stamp("ada", LAB).write_text('{"key": "k", "graded": false, "notes": []}')
-    assert resume.complete(layout, "ada", LAB, set()) is None
+    assert stamps.complete(layout, "ada", LAB, set()) is None
 
 
 # ----------------------------------------------------------------------------- one class graded in shards

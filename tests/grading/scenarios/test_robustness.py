@@ -10,13 +10,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import LAB, answered, index_of, released, submit, with_cell
 
 HARD_CODED_RELU = """
 import torch
-from autograder.checks.core import random_tensor
+from autograder.checks.kit.core import random_tensor
 
 _recorded = {}
 for _i, (_shape, _dtype) in enumerate([((4,), torch.float32), ((2, 3, 5), torch.float32),
@@ -32,9 +32,9 @@ def relu(x):
 
 PATCH_CHECKS = """
 import autograder.checks
-import autograder.checks.ch00_warmup
+import autograder.checks.lab00_warmup.warmup
 autograder.checks.check_relu = lambda *args, **kwargs: None
-autograder.checks.ch00_warmup.check_relu = lambda *args, **kwargs: None
+autograder.checks.lab00_warmup.warmup.check_relu = lambda *args, **kwargs: None
 check_relu = lambda *args, **kwargs: None
 """
 
@@ -81,10 +81,10 @@ def test_every_kind_of_submission_gets_its_score(course: Path, tmp_path: Path, c
     for student, (nb, _, _) in cases.items():
         submit(inbox, student, nb, name="my lab (final).ipynb" if student == "renamed" else f"{LAB}.ipynb")
     outcomes = pipeline.grade(
-        course, inbox, pipeline.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=240, progress=False)
+        course, inbox, grading.Options(jobs=2, limits=Limits(memory_mb=2048), job_timeout=240, progress=False)
     )
     by_student = {o.student: o for o in outcomes}
-    text = pipeline.summary(outcomes)
+    text = grading.summary(outcomes)
     print(text)
     assert sorted(by_student) == sorted(cases)
     for student, (_, score, phrase) in cases.items():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.layout import CourseLayout
 from tests.grading.helpers import LAB, REPO, answered, make_course, released, results_of, submit, with_answers
 from tests.grading.slurm_cluster import Cluster, cluster, unavailable
@@ -67,7 +67,7 @@ def test_a_job_array_grades_as_one_grade_does(tmp_path: Path, postgres_url: str)
     inbox = tmp_path / "inbox"
     _class(inbox)
     alone = make_course(tmp_path / "alone")
-    pipeline.grade(alone, inbox, pipeline.Options(jobs=2, progress=False))
+    pipeline.grade(alone, inbox, grading.Options(jobs=2, progress=False))
     sharded = make_course(tmp_path / "sharded")
     layout = CourseLayout(sharded)
     with cluster(tmp_path / "slurm", cpus=2) as c:

@@ -4,4 +4,5 @@ theirs alone (``submitted/.intake.json``), every file that is not graded listed 
 then each submission screened (``screening``) and its inspected bytes staged where nbgrader's
 autograde reads them (``staging``). It may read the files handed in, never trusting them
 (``untrusted``), and write ``submitted/`` and the staging folder; it imports no later station.
+Its steps (``steps``): ``intake``, ``read_record`` (``intake_record``) and ``screen``.
 """

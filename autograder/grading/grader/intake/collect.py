@@ -13,7 +13,7 @@ File names are read generously: a resubmission suffix (LAB-2.ipynb, LAB (2).ipyn
 highest number wins), Colab's "Copy of LAB.ipynb", and "_" or " " for "-" in the lab's name.
 Names are data: a student is who the LMS says, the name and the account it records as unique
 (Canvas's user id, Moodle's participant id), and keeps the id it was first given
-(``intake.student_id``; two John Smiths get two ids, the original of each kept beside it); a file
+(``submitted.student_id``; two John Smiths get two ids, the original of each kept beside it); a file
 in a student's folder counts for that student whatever its name says (Moodle's folders too);
 only the parts of a file name that the LMS writes are read for a student or a late flag.
 
@@ -21,7 +21,7 @@ Only the notebook is copied. Every other file is listed with its reason, never c
 followed: links, named pipes and devices are not even opened (``untrusted.read_plain``); only the
 litter of operating systems and Jupyter (``IGNORED``) is passed over without a word. A folder
 others can write is closed to them (or, another user's, refused) before it is read.
-Lateness comes only from the LMS (kept in ``marks``); nbgrader's ``timestamp.txt``, written by
+Lateness comes only from the LMS (kept in ``intake_record``); nbgrader's ``timestamp.txt``, written by
 the student's own submit, is listed as a claim.
 """
 
@@ -32,8 +32,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from autograder.grading.grader.intake import marks as class_marks
-from autograder.grading.grader.intake import zipread
+from autograder.grading.grader.intake import intake_record, zipread
 from autograder.grading.grader.intake.folders import from_folder
 from autograder.grading.grader.intake.ids import nfc
 from autograder.grading.grader.intake.lmsnames import member_student, parse_name, why_not
@@ -54,16 +53,16 @@ __all__ = ["IGNORED", "Collected", "collect", "parse_name", "recorded_late", "re
 
 def recorded_late(root: Path) -> dict[tuple[str, str], str]:
     """The LMS's late flags that this and earlier collections kept."""
-    return class_marks.load(root).late
+    return intake_record.load(root).late
 
 
 def recorded_originals(root: Path) -> dict[str, str]:
     """Who each student id is, where the id alone does not say it (id: name, and the LMS's
     account where it has one), as this and earlier collections found."""
-    return class_marks.load(root).originals
+    return intake_record.load(root).originals
 
 
-def _from_zip(root: Path, archive: Path, labs: list[str], out: Collected, marks: class_marks.Marks) -> None:
+def _from_zip(root: Path, archive: Path, labs: list[str], out: Collected, record: intake_record.IntakeRecord) -> None:
     groups: dict[tuple[str, str], list[Candidate]] = {}
     budget = zipread.Budget()
     with tempfile.TemporaryDirectory(prefix="autograder-zip-") as scratch:
@@ -93,7 +92,7 @@ def _from_zip(root: Path, archive: Path, labs: list[str], out: Collected, marks:
                 groups.setdefault((student, info.lab), []).append(
                     Candidate(name, info, (info.version, member.date_time, name), Path(scratch) / str(number))
                 )
-        settle(root, groups, out, marks)
+        settle(root, groups, out, record)
 
 
 def collect(root: Path, source: Path, labs: list[str]) -> Collected:
@@ -111,20 +110,20 @@ def collect(root: Path, source: Path, labs: list[str]) -> Collected:
     """
     root, source = Path(root), Path(source)
     out = Collected()
-    marks = class_marks.load(root)
-    out.know(marks.identities)
-    before = (dict(marks.late), dict(marks.identities))
+    record = intake_record.load(root)
+    out.know(record.identities)
+    before = (dict(record.late), dict(record.identities))
     if source.is_file() and not source.is_symlink() and zipfile.is_zipfile(source):
-        _from_zip(root, source, labs, out, marks)
+        _from_zip(root, source, labs, out, record)
     elif is_folder(source) or (source.is_dir() and source.resolve() == CourseLayout(root).submitted.resolve()):
-        from_folder(root, source, labs, out, marks)
+        from_folder(root, source, labs, out, record)
     else:
         out.not_graded.append((source.name, "neither a folder nor a zip archive"))
     out.pairs.sort()
     students = {s for s, _ in out.pairs}
     out.originals = {s: who for s, who in out.originals.items() if s in students}
-    marks.identities.update(out.originals)
-    if (marks.late, marks.identities) != before:
-        class_marks.save(root, marks)
-    out.late = {pair: marks.late[pair] for pair in out.pairs if marks.late.get(pair)}
+    record.identities.update(out.originals)
+    if (record.late, record.identities) != before:
+        intake_record.save(root, record)
+    out.late = {pair: record.late[pair] for pair in out.pairs if record.late.get(pair)}
     return out

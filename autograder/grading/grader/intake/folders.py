@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder.grading.grader.intake import marks as class_marks
+from autograder.grading.grader.intake import intake_record
 from autograder.grading.grader.intake.ids import nfc
 from autograder.grading.grader.intake.lmsnames import Name, parse_name, why_not
 from autograder.grading.grader.intake.submitted import (
@@ -35,7 +35,7 @@ EXCHANGE_LATE = (
     "timestamp.txt is written by the student's own submit, so it is listed as a claim and "
     "not used; the time that counts is when you collected (collect at the deadline)"
 )
-_ROOT_FILES = (class_marks.NAME,)  # ours, at the top of ROOT/submitted
+_ROOT_FILES = (intake_record.NAME,)  # ours, at the top of ROOT/submitted
 
 
 def _walk(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
@@ -137,7 +137,7 @@ def _settle_folder(
     files: list[Candidate],
     in_place: bool,
     out: Collected,
-    marks: class_marks.Marks,
+    record: intake_record.IntakeRecord,
 ) -> None:
     """Of a student's lab folder and their loose files for that lab, copy the newest notebook
     into submitted/ (in place: leave it there) and list the others."""
@@ -183,7 +183,7 @@ def _settle_folder(
     if not (keep and winner is folder):
         place(root, student, lab, data, winner.graded_name or f"{lab}.ipynb", keep)
     if not in_place:
-        marks.late.pop((student, lab), None)  # a folder has no LMS time: an earlier one no longer holds
+        record.late.pop((student, lab), None)  # a folder has no LMS time: an earlier one no longer holds
     out.pairs.append((student, lab))
 
 
@@ -211,7 +211,7 @@ def _from_student_folder(
     labs: list[str],
     in_place: bool,
     out: Collected,
-    marks: class_marks.Marks,
+    record: intake_record.IntakeRecord,
     present: set[str],
 ) -> None:
     """STUDENT/LAB/ and STUDENT/LAB.ipynb (or a name like it): the newer of the two is graded.
@@ -251,11 +251,11 @@ def _from_student_folder(
     for lab in labs:
         if lab in groups or lab in lab_folders:
             _settle_folder(
-                root, source, raw, student, lab, lab_folders.get(lab), groups.get(lab, []), in_place, out, marks
+                root, source, raw, student, lab, lab_folders.get(lab), groups.get(lab, []), in_place, out, record
             )
 
 
-def from_folder(root: Path, source: Path, labs: list[str], out: Collected, marks: class_marks.Marks) -> None:
+def from_folder(root: Path, source: Path, labs: list[str], out: Collected, record: intake_record.IntakeRecord) -> None:
     """A folder of student folders (STUDENT/LAB/, STUDENT/LAB.ipynb) and loose LMS files; in
     place when it is ROOT/submitted itself."""
     in_place = source.resolve() == CourseLayout(root).submitted.resolve()
@@ -277,12 +277,12 @@ def from_folder(root: Path, source: Path, labs: list[str], out: Collected, marks
             continue
         st = os.lstat(path)
         if stat.S_ISDIR(st.st_mode):
-            _from_student_folder(root, source, path, labs, in_place, out, marks, present)
+            _from_student_folder(root, source, path, labs, in_place, out, record, present)
         elif reason := why_not_plain(st):
             out.not_graded.append((name, reason))
         else:
             _loose(path, labs, in_place, loose, out)
-    settle(root, loose, out, marks)
+    settle(root, loose, out, record)
 
 
 def _loose(

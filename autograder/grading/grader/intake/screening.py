@@ -1,4 +1,4 @@
-"""What a submission looks like before and after grading, in words an instructor can act on."""
+"""What a submission looks like before grading, in words an instructor can act on."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.intake.untrusted import Refused, is_plain, read_plain, why_not_plain
 
 # A student cell that rebinds or patches a check function: an assignment to one of the
@@ -30,7 +30,7 @@ def _oversized(nb, release_ids: set[str] | None) -> str | None:
     if len(nb.cells) > MAX_CELLS:
         return f"a notebook of {len(nb.cells)} cells (at most {MAX_CELLS} are graded); scored 0"
     if release_ids is not None:
-        unknown = sum(1 for c in nb.cells if (g := nbcells.grade_id(c)) and g not in release_ids)
+        unknown = sum(1 for c in nb.cells if (g := notebook_cells.grade_id(c)) and g not in release_ids)
         if unknown > MAX_UNKNOWN_IDS:
             return f"{unknown} cells carry grade ids the lab does not have (at most {MAX_UNKNOWN_IDS}); scored 0"
     return None
@@ -57,7 +57,11 @@ class Inspection:
 
 
 def _graded_cells(nb) -> dict[str, str]:
-    return {nbcells.own_grade_id(c): c.source for c in nb.cells if nbcells.is_graded(c) and c.cell_type == "code"}
+    return {
+        notebook_cells.own_grade_id(c): c.source
+        for c in nb.cells
+        if notebook_cells.is_graded(c) and c.cell_type == "code"
+    }
 
 
 def inspect_submission(folder: Path, lab: str, release: Path | None, source: Path | None = None) -> Inspection:
@@ -85,18 +89,18 @@ def inspect_submission(folder: Path, lab: str, release: Path | None, source: Pat
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Refused as err:
         return Inspection(None, f"{lab}.ipynb is {err}; scored 0", notes)
-    except Exception as err:  # noqa: BLE001 - any unreadable file is reported, not crashed on
+    except Exception as err:  # any unreadable file is reported, not crashed on
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return Inspection(None, f"not a valid notebook ({type(err).__name__}: {reason}); scored 0", notes)
     released = nbformat.read(str(release), as_version=4) if release is not None and release.is_file() else None
-    release_ids = None if released is None else {g for c in released.cells if (g := nbcells.grade_id(c))}
+    release_ids = None if released is None else {g for c in released.cells if (g := notebook_cells.grade_id(c))}
     if problem := _oversized(nb, release_ids):
         return Inspection(None, problem, notes)
     if released is not None:
         notes += _test_cell_notes(_graded_cells(released), _graded_cells(nb), lab, source)
     for cell in nb.cells:
-        if cell.cell_type == "code" and not nbcells.is_graded(cell) and patches_checks(cell.source):
-            cell_id = nbcells.grade_id(cell)
+        if cell.cell_type == "code" and not notebook_cells.is_graded(cell) and patches_checks(cell.source):
+            cell_id = notebook_cells.grade_id(cell)
             name = f"cell {cell_id}" if cell_id else "a cell the student added"
             notes.append(f"{name} replaces or patches a check function (hidden tests re-import them)")
     return Inspection(expected, None, notes, data)
@@ -121,36 +125,3 @@ def _test_cell_notes(wanted: dict[str, str], present: dict[str, str], lab: str, 
         for g in wanted
         if g not in present or g in edited
     ]
-
-
-def after_grading(autograded: Path) -> list[str]:
-    """Notes from the autograded notebook: timeouts, memory errors, a kernel that died."""
-    if not autograded.is_file():
-        return []
-    nb = nbformat.read(str(autograded), as_version=4)
-    notes = []
-    for cell in nb.cells:
-        grade_id = nbcells.grade_id(cell)
-        name = f"cell {grade_id}" if grade_id else "a cell the student added"
-        outputs = cell.get("outputs", [])
-        printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-        errors = [o for o in outputs if o.get("output_type") == "error"]
-        if (
-            nbcells.is_graded(cell)
-            and " passed." in printed
-            and errors
-            and errors[0].get("ename") in ("CheckFailed", "AssertionError", "ForbiddenCall")
-        ):
-            notes.append(
-                f"test cell {grade_id}: the visible check passed but the hidden tests failed (hard-coded outputs?)"
-            )
-        for out in outputs:
-            if out.get("output_type") != "error":
-                continue
-            if out.get("ename") == "CellTimeoutError":
-                notes.append(f"{name} ran past the time limit: interrupted, the rest was graded")
-            elif out.get("ename") == "MemoryError":
-                notes.append(f"{name} ran out of memory (MemoryError under the kernel's limit)")
-            elif out.get("ename") == "DeadKernelError":
-                notes.append(f"the kernel died in {name}")
-    return notes

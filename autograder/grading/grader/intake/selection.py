@@ -4,25 +4,13 @@ with ``--student`` and ``--lab`` applied, and the files and notes that are no on
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from autograder.grading.course import labs as course_labs
+from autograder.grading.grader.grading import Options, Outcome, Outcomes
 from autograder.grading.grader.intake.collect import collect
 from autograder.grading.grader.intake.ids import nfc, safe_id
 from autograder.grading.grader.intake.untrusted import other_people, readable_by_others
-from autograder.grading.grader.outcomes import Outcome, Outcomes
 from autograder.grading.layout import CourseLayout
-
-
-class _Options(Protocol):  # what selection reads of pipeline.Options (imported by pipeline: no import back)
-    @property
-    def students(self) -> list[str] | None: ...
-
-    @property
-    def labs(self) -> list[str] | None: ...
-
-    @property
-    def db_url(self) -> str | None: ...
 
 
 class UnknownSelection(ValueError):
@@ -50,7 +38,7 @@ def _readable_by_others(layout: CourseLayout, db_url: str) -> list[str]:
     ]
 
 
-def select(root: Path, source: Path, options: _Options) -> tuple[list[tuple[str, str]], Outcomes]:
+def select(root: Path, source: Path, options: Options) -> tuple[list[tuple[str, str]], Outcomes]:
     """Collect ``source`` into submitted/; the (student, lab) pairs to grade, and an outcome for
     each file that is not graded. A --lab or --student naming nothing there is an error."""
     known_labs = course_labs(root)

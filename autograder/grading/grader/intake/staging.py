@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 from autograder.grading.grader.intake.untrusted import Refused, read_plain
-from autograder.grading.grader.job import Job
 from autograder.grading.layout import CourseLayout
 
 _CLAIMED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: UTC)?")
@@ -36,10 +35,9 @@ def _exchange_token(path: Path) -> str:
     return text if re.fullmatch(r"[A-Za-z0-9+/=_-]{1,128}", text) else ""
 
 
-def stage(layout: CourseLayout, folder: Path, job: Job, data: bytes) -> Path:
-    """Write ``folder/STUDENT/LAB`` for ``job``: the notebook's inspected bytes, and the time it was
-    handed in (``job.late``: the LMS's flag and time, else the exchange's claim with its secret)."""
-    student, lab, late = job.student, job.lab, job.late
+def stage(layout: CourseLayout, folder: Path, student: str, lab: str, late: str, data: bytes) -> Path:
+    """Write ``folder/STUDENT/LAB``: the notebook's inspected bytes, and the time it was handed in
+    (``late``: the LMS's flag and time as intake recorded it, else the exchange's claim with its secret)."""
     staged = folder / student / lab
     staged.mkdir(parents=True)
     (staged / f"{lab}.ipynb").write_bytes(data)

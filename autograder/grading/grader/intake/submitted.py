@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.grader.intake import marks as class_marks
+from autograder.grading.grader.intake import intake_record
 from autograder.grading.grader.intake.ids import mapped_id, nfc, safe_id
 from autograder.grading.grader.intake.lmsnames import Name
 from autograder.grading.grader.intake.untrusted import Refused, is_folder, read_plain
@@ -24,13 +24,13 @@ class Collected:
     pairs: list[tuple[str, str]] = field(default_factory=list)  # (student id, lab) now in submitted/
     not_graded: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
     late: dict[tuple[str, str], str] = field(default_factory=dict)  # the LMS's "LATE", a time, or both
-    originals: dict[str, str] = field(default_factory=dict)  # student id: who it is (marks.identities)
+    originals: dict[str, str] = field(default_factory=dict)  # student id: who it is (``IntakeRecord.identities``)
     notes: list[str] = field(default_factory=list)  # for the instructor, about no one submission
     owners: dict[str, str] = field(default_factory=dict)  # every id given so far, ever: who it is
     ids: dict[str, str] = field(default_factory=dict)  # who: their id
 
     def know(self, identities: dict[str, str]) -> None:
-        """Take the ids given by earlier collections (``marks.identities``) as given."""
+        """Take the ids given by earlier collections (``IntakeRecord.identities``) as given."""
         self.owners.update(identities)
         self.ids.update({who: student for student, who in identities.items()})
 
@@ -129,7 +129,7 @@ def superseded(loser: Candidate, winner: Candidate) -> tuple[str, str]:
 
 
 def settle(
-    root: Path, groups: dict[tuple[str, str], list[Candidate]], out: Collected, marks: class_marks.Marks
+    root: Path, groups: dict[tuple[str, str], list[Candidate]], out: Collected, record: intake_record.IntakeRecord
 ) -> None:
     """For each student and lab of an LMS source, write the latest file to submitted/ and list the others."""
     for (student, lab), candidates in sorted(groups.items()):
@@ -145,5 +145,5 @@ def settle(
         winner, data = picked
         out.not_graded += [superseded(c, winner) for c in ordered[ordered.index(winner) + 1 :]]
         place(root, student, lab, data, f"{lab}.ipynb", keep=False)
-        marks.late[(student, lab)] = winner.info.late
+        record.late[(student, lab)] = winner.info.late
         out.pairs.append((student, lab))

@@ -1,7 +1,7 @@
-"""Output, the fourth station: what grading hands back. Our writes to nbgrader's gradebook and
+"""Output, the fourth station: what grading hands back. Its steps (``steps``): a submission's
+feedback page, the class's scores and grades.csv. Our writes to nbgrader's gradebook and
 the one lock around them (``gradebook``), ``grades.csv`` (``grades_csv``), the feedback pages
 without hidden tests or the grader's paths (``clear_hidden_tests_and_paths``) and without
-anything a browser would run (``sanitize_notebook``), both nbgrader preprocessors, and
-Formgrader's Autograde button pointed at ``make grade`` (``formgrader``). It writes the
-gradebook, ``grades.csv`` and ``feedback/``, and imports no module of an earlier station.
+anything a browser would run (``sanitize_notebook``), both nbgrader preprocessors. It writes
+the gradebook, ``grades.csv`` and ``feedback/``, and imports no module of an earlier station.
 """

@@ -6,7 +6,7 @@ import csv
 import io
 from pathlib import Path
 
-from autograder.grading.grader.atomic import write_atomic
+from autograder.grading.grader.in_parts.atomic import write_atomic
 from autograder.grading.grader.safe_text import csv_cell, printable
 
 CSV_HEADER = ["student_id", "lab", "score", "max_score", "late", "original_id"]

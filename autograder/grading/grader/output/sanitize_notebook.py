@@ -34,7 +34,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.output import math_markup
 
 TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
@@ -115,7 +115,7 @@ def clean_markdown(source: str, attachments: dict | None = None) -> str:
     markdown source that renders to exactly that."""
     try:
         html = math_markup.render_markdown(source, attachments)
-    except Exception:  # noqa: BLE001 - e.g. a missing attachment: the text, escaped, is shown instead
+    except Exception:  # e.g. a missing attachment: the text, escaped, is shown instead
         html = "<pre>" + nh3.clean_text(source) + "</pre>"
     return as_block(clean_html(html, math=True))
 
@@ -163,7 +163,7 @@ def sanitize_cell(cell: NotebookNode) -> None:
             if "execution_count" in output:
                 output.execution_count = _number(output.execution_count)
             _output(output)
-    nbcells.rename_unless(
+    notebook_cells.rename_unless(
         cell, lambda name: bool(NAME.match(name)), lambda name: "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)[:60]
     )
 

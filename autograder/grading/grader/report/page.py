@@ -5,7 +5,7 @@ for teaching assistants or the class: no id anywhere, and no similar submissions
 The page opens with what an instructor came for, read in a minute: the class's size, median and
 spread, the three most common mistakes in words with their counts and the lecture section that
 teaches each, and how many pairs of students with similar answers need a look. Wherever the page names a
-mistake, its words (``checks.mistakes.describe``) stand beside its id."""
+mistake, its words (``checks.kit.mistakes.describe``) stand beside its id."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from html import escape
 
-from autograder.checks.failures import UNNAMED
-from autograder.checks.mistakes import describe
+from autograder.checks.kit.failures import UNNAMED
+from autograder.checks.kit.mistakes import describe
 from autograder.grading.grader.report import plots
 from autograder.grading.grader.report.alike import MIN_SHARED, MIN_TOKENS, THRESHOLD, Pair, matches
 from autograder.grading.grader.report.lessons import lesson
@@ -31,7 +31,7 @@ padding:0 1rem}#summary ol{margin:.25rem 0}#summary p{margin:.5rem 0}"""
 @dataclass(frozen=True)
 class Compared:
     """How similar answers were looked for: whether the release was found (it says which cells
-    make up an exercise; without it nothing is compared), and M (``similar.MAX_SHARED``)."""
+    make up an exercise; without it nothing is compared), and M (``alike.MAX_SHARED``)."""
 
     release: bool = True
     max_shared: int = 10

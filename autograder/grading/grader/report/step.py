@@ -6,35 +6,18 @@ note of the summary, never a lost grade (the grades are exported by the step bef
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
-
+from autograder.grading.grader.grading import Grading
 from autograder.grading.grader.report import NoVerdicts, write_report
 
 
-class _Notes(Protocol):
-    notes: list[str]
-
-
-class _Grading(Protocol):  # what the step reads of pipeline.Grading (imported by pipeline: no import back)
-    @property
-    def root(self) -> Path: ...
-
-    @property
-    def pairs(self) -> list[tuple[str, str]]: ...
-
-    @property
-    def not_graded(self) -> _Notes: ...
-
-
-def report(g: _Grading) -> None:
+def report(g: Grading) -> None:
     """Write reports/LAB/ for each lab graded; a failure is a note that says how to retry."""
     for lab in sorted({lab for _, lab in g.pairs}):
         try:
             _, _, unread = write_report(g.root, lab)
         except NoVerdicts as err:
             g.not_graded.notes.append(f"no class report for {lab}: {err}")
-        except Exception as err:  # noqa: BLE001 - a report is never worth a grade: say it and go on
+        except Exception as err:  # a report is never worth a grade: say it and go on
             g.not_graded.notes.append(
                 f"the class report of {lab} could not be written ({type(err).__name__}: "
                 f"{err}); the grades are unaffected: `python -m autograder report {lab}`"

@@ -7,7 +7,7 @@ import csv
 import io
 from pathlib import Path
 
-from autograder.checks.mistakes import describe
+from autograder.checks.kit.mistakes import describe
 from autograder.grading.grader.report import plots
 from autograder.grading.grader.report.alike import Pair, matches
 from autograder.grading.grader.report.lessons import lesson

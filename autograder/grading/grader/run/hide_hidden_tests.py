@@ -18,7 +18,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool, Unicode
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.lab_cells import clear_hidden
 
 KEY = "autograder_hidden_tests"
@@ -54,7 +54,7 @@ class HideHiddenTests(Preprocessor):
             raise UnsandboxedGrading(REFUSAL)
         kept: dict[int, str] = {}
         for index, cell in enumerate(nb.cells):
-            if nbcells.is_test(cell) and self.begin_hidden in cell.source:
+            if notebook_cells.is_test(cell) and self.begin_hidden in cell.source:
                 kept[index] = cell.source
                 cell.source = clear_hidden(cell.source, self.begin_hidden, self.end_hidden)
         resources[KEY] = kept

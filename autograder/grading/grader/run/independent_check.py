@@ -24,10 +24,10 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.lab_cells import answer_cells, answers_before_tests, solution_cells, test_cells
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot, wire
@@ -41,38 +41,10 @@ class GraderError(RuntimeError):
     any student code ran). The message holds its stderr; the summary reports it as such."""
 
 
-@dataclass
-class Verdict:
-    """The independent check's result for one graded exercise (its test cell)."""
-
-    passed: bool
-    message: str = ""
-    error: BaseException | None = field(default=None, repr=False, compare=False)  # as raised here, for the feedback
-    exercise: str = ""  # the test cell's grade id
-    points: float = 0.0  # what the exercise scores, once the gradebook is settled
-    max_points: float = 0.0
-    mistake: str = "unnamed"  # the id of the mistake the failing check named (autograder/checks/mistakes.py)
-    alone: bool | None = None  # error carried forward: passed with the earlier wrong answers made right (None: not run)
-    given: list[str] = field(default_factory=list)  # the names made right for that run
-
-    def to_dict(self) -> dict[str, object]:
-        """The verdict as plain JSON values (the raised exception stays here)."""
-        return {
-            "exercise": self.exercise,
-            "passed": self.passed,
-            "points": self.points,
-            "max_points": self.max_points,
-            "message": self.message,
-            "mistake": self.mistake,
-            "alone": self.alone,
-            "given": self.given,
-        }
-
-
 def mistake_of(error: BaseException) -> str:
     """The id of the mistake a check raised here named (set by this process's own checks,
     never read from the child), else ``"unnamed"``."""
-    from autograder.checks.failures import CheckFailed
+    from autograder.checks.kit.failures import CheckFailed
 
     named = getattr(error, "mistake_id", None) if isinstance(error, CheckFailed) else None
     return named if isinstance(named, str) and named else "unnamed"
@@ -186,11 +158,11 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
             namespace[name] = child.request({"op": "global", "name": name})
     try:
         with _quiet():
-            exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # noqa: S102 - the course's own test
+            exec(compile(code, f"<{grade_id}>", "exec"), namespace)  # the course's own test
         verdict = Verdict(True, exercise=grade_id)
     except (wire.WireError, TimeoutError):
         raise
-    except BaseException as err:  # noqa: BLE001 - a failed check, whatever it raised
+    except BaseException as err:  # a failed check, whatever it raised
         verdict = Verdict(False, f"{type(err).__name__}: {err}", err, exercise=grade_id, mistake=mistake_of(err))
     if child.connection.broken:
         raise wire.PeerGone(child.connection.broken)
@@ -236,7 +208,7 @@ class _Zygote:
             if child.request({"op": "exit"}) != "ended":
                 raise wire.WireError("an unexpected reply to exit")
             return verdict
-        except Exception:  # noqa: BLE001 - whatever the fork did, it gets no credit, and the next check a new zygote
+        except Exception:  # whatever the fork did, it gets no credit, and the next check a new zygote
             self.close()
             return Verdict(False, "the carried-forward check broke off", exercise=grade_id)
 

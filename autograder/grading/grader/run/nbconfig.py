@@ -18,7 +18,8 @@ MOVED = {  # an older nbgrader_config.py's dotted path -> the path that replaces
     _G + "limits.CapOutputBytes": _G + "run.cap_output_bytes.CapOutputBytes",
     _G + "feedback.ClearHiddenTestsAndPaths": _G + "output.clear_hidden_tests_and_paths.ClearHiddenTestsAndPaths",
     _G + "sanitize.SanitizeNotebook": _G + "output.sanitize_notebook.SanitizeNotebook",
-    _G + "formgrader": _G + "output.formgrader",
+    _G + "formgrader": "autograder.grading.formgrader",
+    _G + "output.formgrader": "autograder.grading.formgrader",
 }
 
 

@@ -53,7 +53,7 @@ def _execute(source: Path, config: object, scratch: Path) -> str:
     )
     try:
         client.execute()
-    except Exception as err:  # noqa: BLE001 - any failure is the cause we report
+    except Exception as err:  # any failure is the cause we report
         return f"{type(err).__name__}: {str(err)[-2000:]}"
     return ""
 

@@ -1,5 +1,5 @@
 """A grading process: it grades one student's lab at a time (the steps of
-``steps.STEPS``: nbgrader autograde, the independent check, feedback).
+``steps.STEPS``: nbgrader autograde, the independent check, the verdicts, feedback).
 
 Run by the pipeline through ``autograder.grading.protocol.boot`` (the course's ``autograder``,
 in a folder of the pipeline's): it reads one ``Job`` (JSON) a line on stdin and answers one
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from autograder.grading.course import tool_env
-from autograder.grading.grader.job import Job, Result, Run
+from autograder.grading.grader.job import Job, Result, Run, Submission
 from autograder.grading.grader.output import gradebook
 from autograder.grading.grader.run import steps
 from autograder.grading.grader.run.independent_check import GraderError
@@ -37,7 +37,7 @@ def run(job: Job) -> Result:
 
     config = load_config(Path(job.root), job.config)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    return steps.grade(steps.Submission(job, config, api))
+    return steps.grade(Submission(job, config, api))
 
 
 def _children(pid: int) -> list[int]:
@@ -61,7 +61,7 @@ class WorkerProcess:
     """The pipeline's handle on one long-lived worker process, started again after a crash
     or a job past its time limit (killed with its kernels). It starts in ``cwd`` (a folder of
     the pipeline's) with the ``autograder`` of ``package``; its stderr is read through a pipe,
-    the last ``sandbox.OUTPUT_CAP`` bytes kept."""
+    the last ``confinement.OUTPUT_CAP`` bytes kept."""
 
     def __init__(self, scratch: Path, jupyter_path: str, package: Path | None = None) -> None:
         self.proc: subprocess.Popen | None = None
@@ -222,7 +222,7 @@ def _answer(job: Job) -> Result:
         return preflight.run(job) if job.preflight else run(job)
     except GraderError as err:
         return Result(grader_error=str(err))
-    except Exception as err:  # noqa: BLE001 - reported to the pipeline, which goes on
+    except Exception as err:  # reported to the pipeline, which goes on
         return Result(autograde=Run(False, "", f"{type(err).__name__}: {err}"))
 
 

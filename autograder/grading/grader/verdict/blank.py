@@ -8,12 +8,11 @@ when it scored nothing."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from nbformat import NotebookNode
 from nbgrader.utils import compute_checksum
 
 from autograder import notebook_cells
+from autograder.grading.grader.job import Verdict
 
 
 def is_unchanged(cell: NotebookNode) -> bool:
@@ -37,12 +36,12 @@ def exercises(nb: NotebookNode) -> list[tuple[str, list[NotebookNode]]]:
     return out
 
 
-def status(verdict: Any, answers: list[NotebookNode]) -> str:
+def status(verdict: Verdict, answers: list[NotebookNode]) -> str:
     """``passed``, ``blank`` or ``failed``: the verdict's exercise, given its answer cells. An
     exercise that keeps its points by error carried forward is answered somewhere (a cell the
     student added), so it is never blank: it failed as written."""
     if verdict.passed:
         return "passed"
-    if getattr(verdict, "alone", None):
+    if verdict.alone:
         return "failed"
     return "blank" if answers and all(is_unchanged(c) for c in answers) else "failed"

@@ -30,12 +30,12 @@ import re
 import stat
 import traceback
 from pathlib import Path
-from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.lab_cells import hidden_lines
 from autograder.grading.grader.verdict import blank
 
@@ -53,7 +53,7 @@ CARRIED = (
     "a correct {names}: it keeps its points, and the mistake costs you once, where you made it."
 )
 FORGED = "IndependentCheckFailed: this test passed in your notebook, but not when checked again outside it (scored 0)."
-# what went wrong in the kernel itself is kept, in our words, for the summary's notes (inspect.after_grading)
+# what went wrong in the kernel itself is kept, in our words, for the summary's notes (kernel_notes.after_grading)
 KERNEL_TROUBLE = {
     "CellTimeoutError": "this cell ran past the time limit when your notebook ran",
     "MemoryError": "this cell ran out of memory when your notebook ran",
@@ -122,7 +122,7 @@ def _frame(cells: list[NotebookNode], number: int, line: int, function: str) -> 
 
 
 def outputs(
-    verdict: Any,
+    verdict: Verdict,
     grade_id: str,
     source: str,
     cells: list[NotebookNode],
@@ -139,7 +139,7 @@ def outputs(
     if verdict.passed:
         text = NOTEBOOK_FAILED if failed_in_notebook else PASSED
         return [nbformat.v4.new_output("stream", name="stderr" if failed_in_notebook else "stdout", text=text + "\n")]
-    error = getattr(verdict, "error", None)
+    error = verdict.error
     if error is not None:
         name, message = type(error).__name__, str(error)
     else:
@@ -155,7 +155,7 @@ def outputs(
         message = without_expected(message)
     frames = [_frame(cells, *frame) for frame in remote_frames(error)]
     header = FAILED if failed_in_notebook or hidden else FORGED  # the kernel never ran the hidden tests
-    if getattr(verdict, "alone", None):
+    if verdict.alone:
         names = " and ".join(f"`{name}`" for name in verdict.given) or "answer to the exercises before it"
         carried = CARRIED.format(names=names)
         return [
@@ -171,10 +171,10 @@ def outputs(
 
 def answer_cells(nb: NotebookNode) -> list[NotebookNode]:
     """The code cells the check's child ran, in its numbering (``lab_cells.answer_cells``)."""
-    return [c for c in nb.cells if c.cell_type == "code" and not nbcells.is_graded(c)]
+    return [c for c in nb.cells if c.cell_type == "code" and not notebook_cells.is_graded(c)]
 
 
-def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) -> None:
+def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Verdict]) -> None:
     """Replace the outputs of every test cell of ``notebook`` (autograded) that has a verdict."""
     nb = nbformat.read(str(notebook), as_version=4)
     cells = answer_cells(nb)
@@ -184,8 +184,8 @@ def annotate(notebook: Path, sources: dict[str, str], verdicts: dict[str, Any]) 
         if grade_id in verdicts and blank.status(verdicts[grade_id], answers) == "blank"
     }
     for cell in nb.cells:
-        grade_id = nbcells.grade_id(cell)
-        if not nbcells.is_test(cell) or grade_id not in verdicts:
+        grade_id = notebook_cells.grade_id(cell)
+        if not notebook_cells.is_test(cell) or grade_id not in verdicts:
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         cell.outputs = outputs(
@@ -208,11 +208,11 @@ def _replace(path: Path, text: str) -> None:
     os.replace(fresh, path)
 
 
-def hidden_failures(sources: dict[str, str], verdicts: dict[str, Any]) -> set[str]:
+def hidden_failures(sources: dict[str, str], verdicts: dict[str, Verdict]) -> set[str]:
     """The test cells whose only failure is a hidden test's (no disagreement with the notebook,
     whose kernel never ran the hidden tests)."""
     return {
         grade_id
         for grade_id, verdict in verdicts.items()
-        if not verdict.passed and in_hidden_tests(getattr(verdict, "error", None), grade_id, sources.get(grade_id, ""))
+        if not verdict.passed and in_hidden_tests(verdict.error, grade_id, sources.get(grade_id, ""))
     }

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autograder import notebook_cells as nbcells
+from autograder import notebook_cells
 from autograder.grading.grader.verdict.dynamic_reach import dynamic_constructs
 
 MIN_STATEMENTS = 8  # N: a function of fewer statements is never flagged as copied
@@ -170,9 +170,12 @@ def _reference_index() -> dict[str, str]:
     import autograder.reference as package
 
     index: dict[str, str] = {}
-    for path in sorted(Path(next(iter(package.__path__))).glob("*.py")):
+    root = Path(next(iter(package.__path__)))
+    for path in sorted(root.rglob("*.py")):  # the teaching path, training/ and oracles/
         tree = _parse(path.read_text(encoding="utf-8"))
-        module = f"autograder.reference.{path.stem}".removesuffix(".__init__")
+        module = ".".join(["autograder.reference", *path.relative_to(root).with_suffix("").parts]).removesuffix(
+            ".__init__"
+        )
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -209,7 +212,7 @@ def _student_cells(notebook: Path) -> list[tuple[int, Any]]:
     return [
         (i, c)
         for i, c in enumerate(nb.cells, 1)
-        if c.cell_type == "code" and (nbcells.is_answer(c) or nbcells.grade_id(c) is None)
+        if c.cell_type == "code" and (notebook_cells.is_answer(c) or notebook_cells.grade_id(c) is None)
     ]
 
 
@@ -274,7 +277,7 @@ def could_observe_binding(notebook: Path) -> bool:
     applied to it."""
     try:
         return any(observes_binding(c.source) for _, c in _student_cells(notebook))
-    except Exception:  # noqa: BLE001 - unreadable: grading reports it, and nothing is carried forward
+    except Exception:  # unreadable: grading reports it, and nothing is carried forward
         return True
 
 
@@ -284,6 +287,8 @@ def notes(notebook: Path) -> list[str]:
     Never raises: a notebook that cannot be read has no flags here (grading reports it)."""
     try:
         cells = _student_cells(notebook)
-        return [f"{nbcells.grade_id(c) or f'cell {i}'}: {note}" for i, c in cells for note in cell_notes(c.source)]
-    except Exception:  # noqa: BLE001 - a flag is advice: its failure must not cost grading
+        return [
+            f"{notebook_cells.grade_id(c) or f'cell {i}'}: {note}" for i, c in cells for note in cell_notes(c.source)
+        ]
+    except Exception:  # a flag is advice: its failure must not cost grading
         return []

@@ -7,63 +7,23 @@ Writing the file never costs a grade: an error is a note on the summary line.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Protocol
-
 import nbformat
 from nbformat import NotebookNode
 
 from autograder import notebook_cells
+from autograder.grading.grader.job import Submission, Verdict
 from autograder.grading.grader.lab_cells import test_cells
 from autograder.grading.grader.verdict import blank
-from autograder.grading.grader.verdict import into_notebook as verdicts_of
+from autograder.grading.grader.verdict.into_notebook import in_hidden_tests, without_expected
 from autograder.grading.grader.verdicts_json import FILENAME, ExerciseVerdict, LabVerdicts, write_verdicts
 
 
-class _Job(Protocol):
-    @property
-    def student(self) -> str: ...
-
-    @property
-    def lab(self) -> str: ...
-
-    @property
-    def original_id(self) -> str: ...
-
-
-class _Result(Protocol):
-    @property
-    def notes(self) -> list[str]: ...
-
-
-class Graded(Protocol):
-    """What this step reads of ``submission.Submission`` (which imports this module)."""
-
-    @property
-    def job(self) -> _Job: ...
-
-    @property
-    def result(self) -> _Result: ...
-
-    @property
-    def verdicts(self) -> dict[str, Any]: ...  # grade id -> recheck.Verdict
-
-    @property
-    def root(self) -> Path: ...
-
-    @property
-    def source(self) -> Path: ...
-
-    @property
-    def autograded(self) -> Path: ...
-
-
-def _message(verdict: Any, grade_id: str, source: str) -> str:
+def _message(verdict: Verdict, grade_id: str, source: str) -> str:
     """The message as the feedback shows it: a hidden test's failure without its ``expected:``."""
     if verdict.passed:
         return ""
-    if verdicts_of.in_hidden_tests(getattr(verdict, "error", None), grade_id, source):
-        return verdicts_of.without_expected(verdict.message)
+    if in_hidden_tests(verdict.error, grade_id, source):
+        return without_expected(verdict.message)
     return str(verdict.message)
 
 
@@ -73,7 +33,7 @@ def lab_verdicts(
     lab: str,
     autograded: NotebookNode,
     sources: dict[str, str],
-    verdicts: dict[str, Any],
+    verdicts: dict[str, Verdict],
 ) -> LabVerdicts:
     """The verdicts file's content for one autograded notebook and the independent check's
     verdicts (``sources``: each test cell's code in the source notebook, hidden tests included)."""
@@ -92,30 +52,22 @@ def lab_verdicts(
                 max_points=float(verdict.max_points),
                 mistake=str(verdict.mistake) if status == "failed" else None,
                 message=_message(verdict, grade_id, sources.get(grade_id, "")),
-                points_alone=None
-                if getattr(verdict, "alone", None) is None
-                else float(verdict.max_points)
-                if verdict.alone
-                else 0.0,
-                status_alone=None
-                if getattr(verdict, "alone", None) is None
-                else "passed"
-                if verdict.alone
-                else "failed",
+                points_alone=None if verdict.alone is None else float(verdict.max_points) if verdict.alone else 0.0,
+                status_alone=None if verdict.alone is None else "passed" if verdict.alone else "failed",
             )
         )
         out.answers.update({notebook_cells.name_of(c): c.source for c in answers})
     return out
 
 
-def record(s: Graded) -> bool:
+def record(s: Submission) -> bool:
     """Write ``verdicts.json`` beside the autograded notebook; a failure is a note, not a zero."""
     path = s.autograded.parent / FILENAME
     try:
         nb = nbformat.read(str(s.autograded), as_version=4)
         original = s.job.original_id or None
         write_verdicts(path, lab_verdicts(s.job.student, original, s.job.lab, nb, test_cells(s.source), s.verdicts))
-    except Exception as err:  # noqa: BLE001 - the record is for the report; the grade stands without it
+    except Exception as err:  # the record is for the report; the grade stands without it
         s.result.notes.append(f"the verdicts were not recorded ({type(err).__name__}: {err})")
         if path.is_symlink() or path.is_file():  # never leave a stale or planted file as the record
             path.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from autograder import cli
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.intake import selection
 from autograder.grading.grader.intake.collect import collect, parse_name, recorded_late, recorded_originals
 from autograder.grading.grader.intake.ids import safe_id
@@ -254,7 +254,7 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
         link.external_attr = 0o120777 << 16
         zf.writestr(link, str(root / "solutions" / LAB / f"{LAB}.ipynb"))
     archive.write_bytes(archive.read_bytes().replace(b"GOOD-BYTES", b"EVIL-BYTES", 1))
-    outcomes = pipeline.grade(root, archive, pipeline.Options(jobs=2, progress=False))
+    outcomes = pipeline.grade(root, archive, grading.Options(jobs=2, progress=False))
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
     assert {s: (float(r["score"]), r["late"]) for s, r in rows.items()} == {
         "ada": (5.0, "LATE"),
@@ -267,7 +267,7 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
         "dee": (0.0, ""),
         "eve": (0.0, ""),
     }
-    text = pipeline.summary(outcomes)
+    text = grading.summary(outcomes)
     assert "  not graded: readme.txt: not a notebook" in text
     assert f"  not graded: ada_12345_678_{LAB}.ipynb: an older or duplicate submission" in text
     assert f"  not graded: bomb_1_2_{LAB}.ipynb: expands more than 100:1" in text
@@ -282,8 +282,8 @@ def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     (folder / "submission_secret.txt").write_text("c2VjcmV0")
     (folder / "autograder").mkdir()
     (folder / "autograder" / "__init__.py").write_text("raise SystemExit('imported from the submission')")
-    options = pipeline.Options(students=["ada"], progress=False)
-    again = pipeline.summary(pipeline.grade(root, root / "submitted", options))
+    options = grading.Options(students=["ada"], progress=False)
+    again = grading.summary(pipeline.grade(root, root / "submitted", options))
     assert f"  not graded: ada/{LAB}/timestamp.txt: " in again and "claims '2000-01-01" in again
     assert f"  not graded: ada/{LAB}/submission_secret.txt: nbgrader's submission secret" in again
     assert f"  not graded: ada/{LAB}/autograder/__init__.py: an extra file" in again
@@ -456,13 +456,13 @@ def test_solutions_and_gradebook_readable_by_others_are_warned(tmp_path: Path, m
     inbox.mkdir()
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o755 if path.is_dir() else 0o644)
-    _, outcomes = selection.select(root, inbox, pipeline.Options())
-    text = pipeline.summary(outcomes)
+    _, outcomes = selection.select(root, inbox, grading.Options())
+    text = grading.summary(outcomes)
     assert outcomes == []  # notes about the course, not outcomes of a submission
     assert "  solutions/ (" in text and "  the gradebook (" in text and "chmod o-rwx" in text
     for path in (root / "solutions", root / "gradebook.db"):
         path.chmod(0o750 if path.is_dir() else 0o640)
-    assert selection.select(root, inbox, pipeline.Options())[1].notes == []
+    assert selection.select(root, inbox, grading.Options())[1].notes == []
 
 
 def test_a_single_user_machine_is_not_warned_about_other_users(tmp_path: Path, monkeypatch) -> None:
@@ -473,7 +473,7 @@ def test_a_single_user_machine_is_not_warned_about_other_users(tmp_path: Path, m
     (root / "solutions").chmod(0o755)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    assert selection.select(root, inbox, pipeline.Options())[1].notes == []
+    assert selection.select(root, inbox, grading.Options())[1].notes == []
 
 
 def test_other_people_are_the_login_accounts_of_others(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading
 from autograder.grading.grader.intake.ids import is_safe, safe_id
 from autograder.grading.grader.output import grades_csv as export
 from autograder.grading.grader.safe_text import csv_cell, printable
@@ -119,9 +119,9 @@ def test_summary_lines_cannot_be_forged() -> None:
     mapped id shown with the name it came from?"""
     mapped = safe_id("x\ny")
     outcomes = [
-        pipeline.Outcome(mapped, "00-warmup", 0, 5, original_id="x\ny"),
-        pipeline.Outcome("", "", graded=False, file="ada/evil\n  ben / 00-warmup: forged", notes=["not a notebook"]),
+        grading.Outcome(mapped, "00-warmup", 0, 5, original_id="x\ny"),
+        grading.Outcome("", "", graded=False, file="ada/evil\n  ben / 00-warmup: forged", notes=["not a notebook"]),
     ]
-    text = pipeline.summary(outcomes)
+    text = grading.summary(outcomes)
     assert not any(line.startswith("  ben /") for line in text.splitlines())
     assert f'  {mapped}: the student id made from the name "x\\ny"' in text

@@ -73,7 +73,7 @@ def test_cells_that_patch_checks_are_named(tmp_path: Path) -> None:
         ("check_relu = lambda f: None", True),
         ("import autograder.checks as c\nc.check_relu = print", True),
         ("setattr(autograder.checks, 'check_relu', print)", True),
-        ("autograder.checks.ch00_warmup.check_relu = print", True),
+        ("autograder.checks.lab00_warmup.warmup.check_relu = print", True),
         ("check_relu(relu)", False),
         ("ok = check_relu == 3", False),
         ("check_sum = x.sum()", False),

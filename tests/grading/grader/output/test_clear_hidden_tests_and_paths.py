@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.output.clear_hidden_tests_and_paths import DROPPED, ClearHiddenTestsAndPaths
 from autograder.grading.grader.verdicts_json import read_verdicts
 from tests.grading.helpers import LAB, REPO, answered, index_of, released, submit, with_cell
@@ -34,7 +34,7 @@ VISIBLE_FRAME = (
     f"{GREEN}----> 2{RESET} check_relu(relu)\n{GREEN}      3{RESET} ### BEGIN HIDDEN TESTS\n"
     f"{GREEN}      4{RESET} for seed in (1, 2, 3):\n"
 )
-FILE_FRAME = "File /opt/course/autograder/checks/core.py:54, in check.<locals>.wrapper(*args)\n     54 raise\n"
+FILE_FRAME = "File /opt/course/autograder/checks/kit/core.py:54, in check.<locals>.wrapper(*args)\n     54 raise\n"
 MESSAGE = f"{RED}CheckFailed{RESET}: check_relu failed.\n  checked:  relu(x) (seed 1)"
 
 
@@ -111,11 +111,11 @@ def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) ->
     mixed = released()  # relu left as released, a mean squared error that sums
     mixed.cells[index_of(mixed, "mean_squared_error")].source = SUMMED_MSE
     submit(tmp_path / "inbox", "mixed", mixed)
-    outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
+    outcomes = pipeline.grade(course, tmp_path / "inbox", grading.Options(progress=False))
     # the hard-coded answer is told apart from an honest failure, and its import of the checks flagged
     hard_coded = [
         "test cell test_relu: the visible check passed but the hidden tests failed (hard-coded outputs?)",
-        "relu: the answer imports `autograder.checks.core`: flagged for a look, not scored 0",
+        "relu: the answer imports `autograder.checks.kit.core`: flagged for a look, not scored 0",
     ]
     assert [(o.student, o.score, o.max_score, o.notes) for o in outcomes] == [
         ("hc", 3, 5, hard_coded),

@@ -21,7 +21,7 @@ from autograder.grading.grader.report.release import read_release
 from tests.grading.grader.report import report_class
 
 LAB = report_class.LAB
-CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("test_ch*.py"))
+CHECK_TESTS = sorted((report_class.REPO / "tests" / "checks").glob("lab*/test_*.py"))
 
 
 def test_the_shared_pair_is_flagged(reported):
@@ -177,31 +177,9 @@ def _one_line_class(root: Path, moved_by_last: bool) -> None:
         cells = {"test_softmax": ["softmax"], "test_single_query_attention": ["single_query_attention"]}
         if moved_by_last and student == "s02":
             cells = {"test_softmax": ["single_query_attention", "softmax"], "test_single_query_attention": []}
-        folder = root / "autograded" / student / LAB
-        folder.mkdir(parents=True)
-        (folder / "verdicts.json").write_text(
-            json.dumps(
-                {
-                    "schema": "autograder.verdicts/1",
-                    "student": student,
-                    "original_id": None,
-                    "lab": LAB,
-                    "exercises": [
-                        {
-                            "exercise": e,
-                            "answer_cells": c,
-                            "status": "passed",
-                            "points": 2.0,
-                            "max_points": 2.0,
-                            "mistake": None,
-                            "message": "",
-                        }
-                        for e, c in cells.items()
-                    ],
-                    "answers": {c: stubs[c].replace(report_class.STUB_BODY, b) for c, b in chosen.items()},
-                }
-            )
-        )
+        verdicts = [report_class.verdict(e, c, "passed", 2.0, None) for e, c in cells.items()]
+        answers = {c: stubs[c].replace(report_class.STUB_BODY, b) for c, b in chosen.items()}
+        report_class.write_verdicts(root, student, verdicts, answers)
 
 
 def test_the_exercises_come_from_the_release_not_a_submission(tmp_path):
@@ -266,30 +244,8 @@ def _class_of_20(root: Path) -> dict[str, str]:
     bodies += [own[0], report_class.SHARED.read_text(), own[1], report_class.STUB_BODY, report_class.STUB_BODY]
     answers = {f"s{n:02d}": stub.replace(report_class.STUB_BODY, b.rstrip("\n")) for n, b in enumerate(bodies)}
     for student, answer in answers.items():
-        folder = root / "autograded" / student / LAB
-        folder.mkdir(parents=True)
-        (folder / "verdicts.json").write_text(
-            json.dumps(
-                {
-                    "schema": "autograder.verdicts/1",
-                    "student": student,
-                    "original_id": None,
-                    "lab": LAB,
-                    "exercises": [
-                        {
-                            "exercise": "test_softmax",
-                            "answer_cells": ["softmax"],
-                            "status": "passed",
-                            "points": 2.0,
-                            "max_points": 2.0,
-                            "mistake": None,
-                            "message": "",
-                        }
-                    ],
-                    "answers": {"softmax": answer},
-                }
-            )
-        )
+        passed = report_class.verdict("test_softmax", ["softmax"], "passed", 2.0, None)
+        report_class.write_verdicts(root, student, [passed], {"softmax": answer})
     return answers
 
 
@@ -337,10 +293,8 @@ def test_pairs_of_students_never_chain_through_a_third():
 
 def test_the_example_class_holds_one_pair(tmp_path):
     """Does the guide's and the benchmark's invented class, whose answers are drawn apart, hold exactly
-    one pair: the student who copied a classmate's answer (example.COPIED), and that classmate?"""
-    from autograder.grading.grader.report import example
-
-    example.example_class(tmp_path, students=40)
-    _, pairs, _ = write_report(tmp_path, example.LAB)
-    copied = sorted({student for key, source in example.COPIED.items() for student in (key[0], source[0])})
+    one pair: the student who copied a classmate's answer (report_class.COPIED), and that classmate?"""
+    report_class.example_class(tmp_path, students=40)
+    _, pairs, _ = write_report(tmp_path, report_class.LAB)
+    copied = sorted({student for key, source in report_class.COPIED.items() for student in (key[0], source[0])})
     assert [m.students for m in similar.matches(pairs)] == [tuple(copied)] == [("s0007", "s0031")]

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from autograder.cli import main
-from autograder.grading.grader.outcomes import Outcomes
+from autograder.grading.grader.grading import Outcomes
 from autograder.grading.grader.report import lessons
 from autograder.grading.grader.report.step import report
 from tests.grading.grader.report import report_class
@@ -144,7 +144,7 @@ def test_every_mistake_the_page_names_stands_beside_its_words(reported):
     """Wherever a page or a CSV file names a mistake id, are its words (mistakes.describe) beside it?"""
     from html import escape
 
-    from autograder.checks.mistakes import describe
+    from autograder.checks.kit.mistakes import describe
 
     folder = reported.root / "reports" / LAB
     for path in (folder / "index.html", folder / "class" / "index.html"):
@@ -167,7 +167,7 @@ def test_every_mistake_the_page_names_stands_beside_its_words(reported):
 def test_the_page_opens_with_the_summary(reported):
     """Does the page's first section say the class size, the median and the middle half, the three most
     common named mistakes in words with their counts and lecture sections, and the pairs to look at?"""
-    from autograder.checks.mistakes import describe
+    from autograder.checks.kit.mistakes import describe
     from autograder.grading.grader.report.alike import matches
 
     text = (reported.root / "reports" / LAB / "index.html").read_text(encoding="utf-8")

@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from autograder.checks.mistakes import MISTAKES
-from autograder.grading.grader.report import example
+from autograder.checks.kit.mistakes import MISTAKES
 from autograder.grading.grader.report.sheets import Row, Sheet
 from autograder.grading.grader.report.tally import tally
+from tests.grading.grader.report import report_class
 
 
 def test_statuses_are_the_planted_numbers(reported):
@@ -126,5 +126,5 @@ def test_the_ids_are_the_checks_own(reported):
 
 def test_the_example_class_uses_registered_ids():
     """Are the mistakes of the guide's and the benchmark's example class ids that the checks raise?"""
-    used = {o for *_, odds in example.PLAN for o in odds} - {"passed", "blank", "unnamed"}
+    used = {o for *_, odds in report_class.EXAMPLE_PLAN for o in odds} - {"passed", "blank", "unnamed"}
     assert used <= set(MISTAKES), used - set(MISTAKES)

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader import pipeline
+from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.run import bwrap as sandbox
 from autograder.grading.grader.run.bwrap import Limits
 from tests.grading.helpers import LAB, REPO, answered, processes_with, submit, with_cell
@@ -432,16 +432,16 @@ def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path
         "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))"
     )
     submit(tmp_path / "inbox", "ada", with_cell(answered(), None, peek))
-    (outcome,) = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False))
+    (outcome,) = pipeline.grade(course, tmp_path / "inbox", grading.Options(progress=False))
     assert (outcome.score, outcome.max_score) == (5, 5)
     graded = nbformat.read(str(course / "autograded" / "ada" / LAB / f"{LAB}.ipynb"), as_version=4)
     printed = "".join(o.get("text", "") for o in graded.cells[-1].outputs).splitlines()
     assert printed[0].startswith("CWD ") and printed[0].endswith("/k/0/scratch")
     assert printed[1].endswith("False") and "home" not in printed[1]
-    assert "(no sandbox)" not in pipeline.summary([outcome])
-    outcomes = pipeline.grade(course, tmp_path / "inbox", pipeline.Options(progress=False, sandbox=False))
+    assert "(no sandbox)" not in grading.summary([outcome])
+    outcomes = pipeline.grade(course, tmp_path / "inbox", grading.Options(progress=False, sandbox=False))
     assert [(o.score, o.max_score) for o in outcomes] == [(5, 5)]
-    rows = [line for line in pipeline.summary(outcomes).splitlines() if line.startswith("ada ")]
+    rows = [line for line in grading.summary(outcomes).splitlines() if line.startswith("ada ")]
     assert rows and all(line.endswith("(no sandbox)") for line in rows)
 
 

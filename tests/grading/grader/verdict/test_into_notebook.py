@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.checks.core import CheckFailed
+from autograder.checks.kit.failures import CheckFailed
 from autograder.grading.grader import lab_cells
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.run.hide_hidden_tests import HideHiddenTests
-from autograder.grading.grader.run.independent_check import Verdict
 from autograder.grading.grader.run.restore_hidden_tests import RestoreHiddenTests
 from autograder.grading.grader.verdict import into_notebook as verdicts
 from autograder.grading.protocol.remote import Connection
@@ -40,7 +40,7 @@ def child() -> Iterator[Connection]:
     to_child, from_grader = os.pipe()
     from_child, to_grader = os.pipe()
     serving = ChildServer(to_child, to_grader)
-    exec(compile(ANSWER, "<cell 2>", "exec"), serving.namespace)  # noqa: S102 - the test's own code
+    exec(compile(ANSWER, "<cell 2>", "exec"), serving.namespace)  # the test's own code
     thread = threading.Thread(target=serving.run, daemon=True)
     thread.start()
     yield Connection(from_child, from_grader, trusting=False, timeout=30)
@@ -72,8 +72,8 @@ def _raised_at(line: int, error: BaseException) -> BaseException:
     """``error`` raised from line ``line`` of the test cell, as recheck runs it."""
     code = "\n" * (line - 1) + "raise error"
     try:
-        exec(compile(code, "<test_relu>", "exec"), {"error": error})  # noqa: S102 - the test's own code
-    except BaseException as err:  # noqa: BLE001
+        exec(compile(code, "<test_relu>", "exec"), {"error": error})  # the test's own code
+    except BaseException as err:
         return err
     raise AssertionError("not raised")
 

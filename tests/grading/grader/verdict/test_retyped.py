@@ -78,7 +78,7 @@ def test_an_answer_of_its_own_and_a_short_copy_are_not_flagged() -> None:
         ("code = bpe.train_bpe.__code__\n", "__code__"),
         ("def relu(x):\n    return torch.ops.aten.relu(x)\n", "torch.ops"),
         ("from torch.utils._python_dispatch import _disable_current_modes\n", "_python_dispatch"),
-        ("import autograder.checks.sentinels as s\ns.forbidden = None\n", "autograder.checks"),
+        ("import autograder.checks.kit.sentinels as s\ns.forbidden = None\n", "autograder.checks"),
         ("import sys\nsys.setprofile(None)\n", "profile hook"),
     ],
 )

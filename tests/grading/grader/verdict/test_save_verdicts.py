@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.grader.run.independent_check import Verdict
+from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.verdict import blank
 from autograder.grading.grader.verdict import save_verdicts as record
 from autograder.grading.grader.verdicts_json import read_verdicts

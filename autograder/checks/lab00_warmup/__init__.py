@@ -1,0 +1,1 @@
+"""Checks for the sample lab 00-warmup."""

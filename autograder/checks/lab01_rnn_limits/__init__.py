@@ -1,0 +1,1 @@
+"""Checks for lab 01-rnn-limits (chapter 1)."""

@@ -1,0 +1,1 @@
+"""Checks for lab 02-self-attention (chapter 2)."""

@@ -1,0 +1,1 @@
+"""Checks for lab 03-qk-low-rank (chapter 3)."""

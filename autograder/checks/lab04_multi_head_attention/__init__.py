@@ -1,0 +1,1 @@
+"""Checks for lab 04-multi-head-attention (chapter 4)."""

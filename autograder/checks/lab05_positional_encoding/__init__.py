@@ -1,0 +1,1 @@
+"""Checks for lab 05-positional-encoding (chapter 5)."""
