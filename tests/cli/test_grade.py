@@ -120,7 +120,8 @@ def test_finish_is_not_held_up_by_a_live_process_that_is_no_shard(tmp_path: Path
 def test_finish_refuses_a_result_of_other_bytes_than_planned(tmp_path: Path, capsys) -> None:
     """A submission handed in again and planned again by --intake, whose shard did not run since:
     its stamp has the old key, and --finish refuses it, naming it, with nothing written. (Its
-    control, the same stamp with the planned key accepted, is in tests/grading/scenarios/test_resume.py, test_finish_refuses_what_was_graded_before_the_last_intake.)"""
+    control, the same stamp with the planned key accepted, is in tests/grading/scenarios/test_resume.py:
+    test_finish_refuses_what_was_graded_before_the_last_intake.)"""
     root = make_course(tmp_path / "course")
     layout = CourseLayout(root)
     shards.write_plan(layout, shards.Plan([("ada", LAB), ("ben", LAB)], keys={("ada", LAB): "k2", ("ben", LAB): "k1"}))
