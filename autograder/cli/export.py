@@ -1,5 +1,5 @@
 """``python -m autograder export --lms moodle|canvas|blackboard LAB``: its flags and its run
-(``make export LMS=... LAB=...``). The work is ``autograder.grading.lms.export``'s."""
+(``make export LMS=moodle LAB=00-warmup``); the work is ``autograder.grading.lms.export``'s."""
 
 from __future__ import annotations
 
