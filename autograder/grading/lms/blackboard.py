@@ -20,6 +20,7 @@ from autograder.grading.lms.table import (
     ExportSummary,
     LmsTable,
     check_points,
+    fill_grades,
     number,
     read_table,
     write_table,
@@ -57,20 +58,7 @@ def _filled(
         raise ExportError("Blackboard's download has no Username column")
     if mine and (parsed := grade_title(table.header[column])):
         check_points(summary, parsed[1], mine[0].max_score)
-    by_user = {r.account: r for r in mine}
-    seen = set()
-    for index, row in enumerate(table.rows):
-        record = by_user.get(row[user].strip())
-        if record is None:
-            summary.no_submission.append(row[user])
-            if missing is not None and not row[column].strip():
-                table.fill(index, column, missing)
-            continue
-        seen.add(record.account)
-        table.fill(index, column, number(record.score))
-        if comments is not None:
-            table.fill(index, comments, record.comment)
-    summary.not_in_lms_file += [r.student for r in mine if r.account not in seen]
+    fill_grades(table, mine, summary, missing, (user, column, comments))
     if comments is None and any(r.late or r.carried for r in mine):
         summary.notes.append(f"no {FEEDBACK} column in the download: late flags are in the feedback pages only")
     return table

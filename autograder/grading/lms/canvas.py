@@ -22,6 +22,7 @@ from autograder.grading.lms.table import (
     ExportSummary,
     LmsTable,
     check_points,
+    fill_grades,
     number,
     read_table,
     write_table,
@@ -61,22 +62,9 @@ def _filled(
     column, ident = assignment_column(table, assignment), table.column("ID")
     if ident is None:
         raise ExportError("the gradebook has no ID column: give the file Canvas's Export gave")
-    by_id = {r.account: r for r in mine}
-    seen = set()
-    for index, row in enumerate(table.rows):
-        if is_points_row(row):
-            if mine:
-                check_points(summary, row[column], mine[0].max_score)
-            continue
-        record = by_id.get(row[ident].strip())
-        if record is None:
-            summary.no_submission.append(row[ident])
-            if missing is not None and not row[column].strip():
-                table.fill(index, column, missing)
-            continue
-        seen.add(record.account)
-        table.fill(index, column, number(record.score))
-    summary.not_in_lms_file += [r.student for r in mine if r.account not in seen]
+    if mine and (points := next((row for row in table.rows if is_points_row(row)), None)):
+        check_points(summary, points[column], mine[0].max_score)
+    fill_grades(table, mine, summary, missing, (ident, column, None), skip=is_points_row)
     return table
 
 

@@ -26,6 +26,7 @@ from autograder.grading.lms.table import (
     ExportSummary,
     LmsTable,
     check_points,
+    fill_grades,
     number,
     read_table,
     write_table,
@@ -80,23 +81,17 @@ def _filled(template: LmsTable, mine: list[LmsRecord], missing: str | None, summ
     )
     if grade is None or ident is None:
         raise ExportError("the worksheet has no Identifier or Grade column: give the file Moodle's download gave")
-    by_id = {r.account: r for r in mine}
-    seen = set()
-    for index, row in enumerate(template.rows):
-        record = by_id.get(participant(row[ident]) or "")
-        if record is None:
-            summary.no_submission.append(row[ident])
-            if missing is not None and not row[grade].strip():
-                template.fill(index, grade, missing)
-            continue
-        seen.add(record.account)
-        if (top := template.column("Maximum Grade")) is not None:
+    top = template.column("Maximum Grade")
+
+    def points(row: list[str], record: LmsRecord) -> None:
+        if top is not None:
             check_points(summary, row[top], record.max_score)
-        template.fill(index, grade, number(record.score))
-        if comments is not None:
-            template.fill(index, comments, record.comment)
-    summary.not_in_lms_file += [r.student for r in mine if r.account not in seen]
-    if comments is None and any(r.late or r.carried for r in mine if r.account in seen):
+
+    fill_grades(
+        template, mine, summary, missing, (ident, grade, comments), lambda cell: participant(cell) or "", points
+    )
+    listed = [r for r in mine if r.student not in summary.not_in_lms_file]
+    if comments is None and any(r.late or r.carried for r in listed):
         summary.notes.append("the worksheet has no Feedback comments column: late flags are in the feedback pages only")
     return template
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.grading.grader.in_parts.atomic import write_atomic
 from autograder.grading.grader.safe_text import csv_cell, printable
+
+if TYPE_CHECKING:
+    from autograder.grading.lms.records import LmsRecord
 
 
 class ExportError(ValueError):
@@ -91,6 +96,42 @@ def check_points(summary: ExportSummary, lms_points: str, points: float) -> None
     )
     if theirs != points and note not in summary.notes:
         summary.notes.append(note)
+
+
+def fill_grades(
+    table: LmsTable,
+    mine: list[LmsRecord],
+    summary: ExportSummary,
+    missing: str | None,
+    columns: tuple[int, int, int | None],
+    account: Callable[[str], str] = str.strip,
+    matched: Callable[[list[str], LmsRecord], None] | None = None,
+    skip: Callable[[list[str]], bool] = lambda row: False,
+) -> None:
+    """Fill in the LMS's own ``table``, row by row: ``columns`` are its key (the LMS's id,
+    read by ``account``), grade and comment (None: it has none). A row whose id is graded gets
+    the grade and the comment (``matched`` is called on it first); a row of ``skip`` is left as
+    it is; any other keeps its grade, or gets ``missing`` where that cell is empty. Every
+    graded student the table lacks is listed in the summary."""
+    key, grade, comment = columns
+    by_account = {r.account: r for r in mine}
+    seen = set()
+    for index, row in enumerate(table.rows):
+        if skip(row):
+            continue
+        record = by_account.get(account(row[key]))
+        if record is None:
+            summary.no_submission.append(row[key])
+            if missing is not None and not row[grade].strip():
+                table.fill(index, grade, missing)
+            continue
+        seen.add(record.account)
+        if matched is not None:
+            matched(row, record)
+        table.fill(index, grade, number(record.score))
+        if comment is not None:
+            table.fill(index, comment, record.comment)
+    summary.not_in_lms_file += [r.student for r in mine if r.account not in seen]
 
 
 def number(value: float) -> str:
