@@ -151,8 +151,9 @@ def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
     reason="bubblewrap (bwrap) is not installed: grading refuses to run student code without its sandbox",
 )
 def test_the_instructor_path_runs_as_written(origin: Path, tmp_path: Path):
-    """Does the instructor's block, in a fresh clone, grade the demo class and end with the paths
-    of its grades, feedback and class report, the full marks student with 5 points of 5?"""
+    """Does the instructor's block, in a fresh clone, grade the demo class, print the paths of its
+    grades, feedback and class report, and end with the two files Moodle imports, the full marks
+    student with 5 points of 5?"""
     script, folder = _script(blocks()["instructor"], origin)
     (tmp_path / "home").mkdir()
     run = subprocess.run(
@@ -165,11 +166,17 @@ def test_the_instructor_path_runs_as_written(origin: Path, tmp_path: Path):
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     demo = tmp_path / folder / "demo"
-    tail = run.stdout.strip().splitlines()[-3:]
+    lines = run.stdout.strip().splitlines()
+    results = lines[-6:-3]  # the grading's last lines, then the export's summary and its two files
     for line, path in zip(
-        tail, [demo / "grades.csv", demo / "feedback", demo / "reports" / "00-warmup" / "index.html"], strict=True
+        results, [demo / "grades.csv", demo / "feedback", demo / "reports" / "00-warmup" / "index.html"], strict=True
     ):
         assert line.endswith(str(path)) and path.exists(), (line, path)
+    exports = demo / "exports" / "moodle" / "00-warmup"
+    assert lines[-3] == "moodle export of 00-warmup: 4 grades written", lines[-3]
+    files = ["moodle-grading-worksheet-00-warmup.csv", "moodle-feedback-00-warmup.zip"]
+    for line, name in zip(lines[-2:], files, strict=True):
+        assert line.endswith(str(exports / name)) and (exports / name).is_file(), (line, name)
     rows = {r["student_id"]: r for r in csv.DictReader((demo / "grades.csv").open())}
     assert set(rows) == {"full", "partial", "blank", "wrong"}
     assert float(rows["full"]["score"]) == float(rows["full"]["max_score"]) == 5.0
