@@ -38,11 +38,8 @@ def grade_title(title: str) -> tuple[str, str, str] | None:
 
 
 def grade_column(table: LmsTable, assignment: str) -> int:
-    wanted = " ".join(assignment.split()).casefold()
-    for index, title in enumerate(table.header):
-        parsed = grade_title(title)
-        if parsed and " ".join(parsed[0].split()).casefold() == wanted:
-            return index
+    if (index := table.column(assignment, lambda title: (parsed := grade_title(title)) and parsed[0])) is not None:
+        return index
     columns = [t for t in table.header if grade_title(t)]
     raise ExportError(
         f"no grade column for {assignment!r} in Blackboard's download (columns: {', '.join(columns) or 'none'}): "

@@ -34,11 +34,8 @@ POINTS_POSSIBLE = "Points Possible"
 
 def assignment_column(table: LmsTable, assignment: str) -> int:
     """The column of ``assignment`` in Canvas's gradebook: titled ``assignment (ID)`` or ``assignment``."""
-    wanted = " ".join(assignment.split()).casefold()
-    for index, title in enumerate(table.header):
-        bare = re.sub(r"\s*\(\d+\)\s*$", "", title)
-        if " ".join(bare.split()).casefold() == wanted:
-            return index
+    if (index := table.column(assignment, lambda title: re.sub(r"\s*\(\d+\)\s*$", "", title))) is not None:
+        return index
     raise ExportError(
         f"no column for {assignment!r} in the gradebook Canvas exported "
         f"(columns: {', '.join(table.header[len(COLUMNS) :]) or 'none'}): name it with --assignment"

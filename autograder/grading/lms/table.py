@@ -37,11 +37,12 @@ class LmsTable:
         if self.filled is not None:
             self.filled.add((row, column))
 
-    def column(self, name: str) -> int | None:
-        """The index of the column named ``name`` (case and spaces aside), None when absent."""
+    def column(self, name: str, bare: Callable[[str], str | None] = lambda title: title) -> int | None:
+        """The index of the column named ``name`` (case and spaces aside), None when absent; ``bare``
+        gives the name a title holds (None: no such column), as ``Lab 0`` of ``Lab 0 (12345)``."""
         wanted = " ".join(name.split()).casefold()
         for index, title in enumerate(self.header):
-            if " ".join(title.split()).casefold() == wanted:
+            if (named := bare(title)) is not None and " ".join(named.split()).casefold() == wanted:
                 return index
         return None
 
