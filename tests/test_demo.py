@@ -71,7 +71,6 @@ def test_a_wrong_answer_makes_one_mistake():
     assert demo.wrong_answer("return 1") == "return 1"
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("bwrap") is None,
     reason="bubblewrap (bwrap) is not installed: grading refuses to run student code without its sandbox",

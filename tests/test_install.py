@@ -156,7 +156,6 @@ def _torch_wheels() -> Path:
     pytest.fail("no CPU torch wheel in pip's find-links: it stands in for PyTorch's CPU index")
 
 
-@pytest.mark.slow
 def test_binder_requirements_resolve(tmp_path):
     """Does `pip install --dry-run` resolve binder/requirements.txt on Python 3.11, to CPU torch and no CUDA,
     with this machine's CPU torch wheel standing in for PyTorch's CPU index (which it cannot reach)?"""
@@ -270,7 +269,6 @@ def _installed(run: subprocess.CompletedProcess, env: Path) -> dict:
     return found
 
 
-@pytest.mark.slow
 def test_install_cell_installs_the_labs_version_from_the_site(site_with_wheel, tmp_path):
     """Does a released lab's first cell, in a fresh environment, install its version of the course
     package from the site's wheel, after which the lab's checks pass on the solution?"""
@@ -280,7 +278,6 @@ def test_install_cell_installs_the_labs_version_from_the_site(site_with_wheel, t
     _installed(_run_install_cell(python, site_with_wheel, tmp_path, CHECK_SOLUTION), tmp_path / "env")
 
 
-@pytest.mark.slow
 def test_install_cell_installs_past_a_foreign_autograder(site_with_wheel, tmp_path):
     """With another project's `autograder` first on the path, does the cell still install the course
     package and import it, rather than the foreign one?"""

@@ -107,7 +107,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env | {"BROWSER": "true", "HOME": str(tmp_path / "home"), "JUPYTER_PLATFORM_DIRS": "1"}
 
 
-@pytest.mark.slow
 def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
     """Does the student's block, in a fresh clone, copy the labs into workspace/ and start
     JupyterLab on them (stopped once it says where it listens)?"""
@@ -145,7 +144,6 @@ def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
     assert (workspace / "02-self-attention" / "02-self-attention.ipynb").is_file()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("bwrap") is None,
     reason="bubblewrap (bwrap) is not installed: grading refuses to run student code without its sandbox",

@@ -131,7 +131,6 @@ def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int 
     return runs
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_benchmark_smoke_run_prints_what_it_promises(name: str, smoke_runs) -> None:
     """Does `python benchmarks/NAME --smoke` finish with status 0 and print every line it promises?"""

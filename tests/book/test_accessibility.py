@@ -19,8 +19,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
 from ._book import ROOT, toc_pages
 from .test_book_browser import _open, browser, site_url  # noqa: F401  (fixtures shared with the browser test)
 
@@ -63,8 +61,6 @@ def site_pages(site: Path) -> list[str]:
     )
 
 
-@pytest.mark.browser
-@pytest.mark.slow
 def test_axe_wcag21_aa(browser, site_url, built_site):  # noqa: F811
     """Does axe-core find no violation of a WCAG 2.1 A or AA rule, nor a heading out of order, on any page?"""
     from selenium_axe_python import Axe
@@ -108,8 +104,6 @@ return [...article.querySelectorAll('mjx-container')].map(box => {
 """
 
 
-@pytest.mark.browser
-@pytest.mark.slow
 def test_formulas_carry_mathml(browser, site_url, built_site):  # noqa: F811
     """Does every formula MathJax renders carry a MathML copy for screen readers, and hide its drawing from them?"""
     pages = [p for p in site_pages(built_site) if 'class="math' in (built_site / p).read_text(encoding="utf-8")]
@@ -158,7 +152,6 @@ FILE_NAME = re.compile(
 )
 
 
-@pytest.mark.slow
 def test_every_image_has_alt_text(built_site):
     """Does every <img> on every page carry an alt text of several words, never a file name or nothing?"""
     found, count = [], 0

@@ -25,8 +25,6 @@ from tests import chromium
 
 from ._book import ROOT, toc_pages
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
 PAGES = toc_pages()
 CHAPTER = "book/02-self-attention"  # the chapter page whose screenshot is kept
 SCREENSHOTS = ROOT / "_build" / "screenshots"

@@ -12,8 +12,6 @@ import pytest
 
 from ._book import toc_pages
 
-pytestmark = pytest.mark.slow
-
 PAGES = toc_pages()
 LECTURES = [p for p in PAGES if re.fullmatch(r"book/\d\d-[\w-]+", p)]
 LABS = [p for p in PAGES if p.startswith("notebooks/")]

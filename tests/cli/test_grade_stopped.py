@@ -10,8 +10,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from autograder.grading import course
 from tests.grading.helpers import answered, make_course, submit, with_cell
 
@@ -32,7 +30,6 @@ def _processes_in(token: str) -> dict[int, bytes]:
     return found
 
 
-@pytest.mark.slow
 def test_sigterm_stops_grading_with_its_workers_and_kernels(tmp_path: Path) -> None:
     """When `grade` gets SIGTERM while a kernel runs a student's cell, does it exit with 130,
     saying what was kept, and leave no worker, kernel or sandbox of its own running?"""

@@ -25,7 +25,6 @@ def test_unknown_lab_is_refused(tmp_path: Path, capsys) -> None:
     assert "99-nothing" in err and "00-warmup" in err
 
 
-@pytest.mark.slow
 def test_release_rerun_is_byte_identical(tmp_path: Path) -> None:
     """Does `python -m autograder release LAB` rewrite the same bytes on a rerun?"""
     root = make_course(tmp_path / "course")

@@ -33,8 +33,6 @@ import pytest
 from autograder.grading import course
 from tests import chromium
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[2]
 LAB = "02-self-attention"
 TOKEN = "course-test-token"
@@ -280,7 +278,6 @@ def test_student_server_has_no_instructor_tools(student):
         _get(f"{student.url}/formgrader?token={TOKEN}")
 
 
-@pytest.mark.browser
 def test_student_works_through_lab_02(browser, student):
     """In a student's JupyterLab: does Run All show the stub's error, a pasted solution pass its check,
     Validate report the rest, and the Nbgrader menu hold no instructor entry?"""
@@ -327,7 +324,6 @@ def test_student_works_through_lab_02(browser, student):
     assert not browser.find_elements(By.ID, "nbgrader-create_assignemnt")  # (sic) nbgrader's id
 
 
-@pytest.mark.browser
 def test_instructor_keeps_formgrader(browser, instructor):
     """In `jupyter lab` at the course root: does the Nbgrader menu offer Formgrader, and Formgrader list the labs?"""
     from selenium.webdriver.common.by import By

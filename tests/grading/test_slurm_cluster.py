@@ -32,8 +32,6 @@ def _wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.slow
-@pytest.mark.slurm
 def test_one_node_cluster(tmp_path: Path) -> None:
     """Does a 3-task array complete with each task's id and count, a job depending on it run after it,
     a cancelled task end CANCELLED and hold back its dependant for good, and no daemon outlive the block?"""

@@ -44,8 +44,6 @@ from tests import chromium
 from tests.hub import hub_helpers as hh
 from tests.hub.hub_client import HubUser
 
-pytestmark = [pytest.mark.slow, pytest.mark.hub]
-
 LAB = "00-warmup"
 ENV_CACHE = Path("/var/cache/transformer-course-hub-test")
 TIMEOUT = 90  # seconds to wait for the hub, a server, a page or a button

@@ -39,7 +39,6 @@ def headless_plots(monkeypatch):
     plt.close("all")
 
 
-@pytest.mark.slow
 def test_lab7_prenorm_gives_the_bottom_layer_at_least_the_top_layers_gradient_at_every_seed(monkeypatch):
     """Lab 7 asks which placement gives the layer nearest the input a gradient at least as large as
     the top layer's at every seed, what the other does from seed to seed, and which pre-norm layers

@@ -32,7 +32,6 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS)
 def test_committed_release_equals_a_fresh_regeneration(fresh_course: Path, lab: str) -> None:
     """Is notebooks/LAB byte for byte what `make release` makes now (run it and commit if not)?"""

@@ -27,7 +27,6 @@ def _validator() -> Validator:
     return validator
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS)
 def test_solution_passes_every_test(lab: str) -> None:
     """Does the solution notebook pass every test cell, hidden tests included?"""
@@ -35,7 +34,6 @@ def test_solution_passes_every_test(lab: str) -> None:
     assert not result.get("failed") and not result.get("errored"), result
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS)
 def test_release_fails_every_graded_test_with_not_implemented(lab: str) -> None:
     """Does every graded test of the untouched release fail, each with NotImplementedError?"""

@@ -107,7 +107,6 @@ def test_lecture_text_equals_tokenizers(vocab_size):
     assert_equals_library(BOOK, vocab_size, samples=("<bos>Self-attention, masks and  positions.<eos><pad>",))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("vocab_size", [3000, 6000])
 def test_lecture_text_equals_tokenizers_large_vocabularies(vocab_size):
     """Are they equal still at vocabularies of thousands of tokens?"""
@@ -220,7 +219,6 @@ def test_pre_tokenize_classes_agree_on_tricky_code_points():
     assert_classes_agree(tricky + [cp for cp in range(0, 0x110000, 61) if not 0xD800 <= cp < 0xE000])
 
 
-@pytest.mark.slow
 def test_pre_tokenize_classes_agree_on_every_code_point():
     """Is every code point a letter, a number, a space or other exactly as `tokenizers` sees it?"""
     assert_classes_agree([cp for cp in range(0x110000) if not 0xD800 <= cp < 0xE000])
@@ -335,7 +333,6 @@ def test_bad_input_is_refused_clearly(call, error, words):
 # ----------------------------------------------------------------------------- speed
 
 
-@pytest.mark.slow
 def test_one_megabyte_trains_about_as_fast_as_tokenizers():
     """Does 1 MB train to 5,000 tokens within a few times `tokenizers`' own time (about a second)?"""
     rng = random.Random(0)

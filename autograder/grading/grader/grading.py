@@ -30,6 +30,8 @@ class Outcome:
     seconds: float = 0.0  # wall clock of its job (autograde and feedback)
     autograde_seconds: float = 0.0  # nbgrader autograde alone, kernel start included
     check_seconds: float = 0.0  # the independent check, its sandboxed child included
+    steps: dict[str, float] = field(default_factory=dict)  # seconds of each of its worker's steps
+    warm: bool = False  # its kernel and check child were started ahead (run.ahead)
     file: str = ""  # a file handed in but not graded (its path in the source; notes say why)
     late: str = ""  # the LMS's late flag and submission time
     sandboxed: bool = True  # False: graded with --no-sandbox (each summary line says so)

@@ -90,6 +90,8 @@ class Result:
     preflight: str | None = None  # for a preflight job: "" when the solution got full marks, else why not
     lost: bool = False  # no answer, for no fault of the student's (the grading process died or was stopped)
     seconds: float = 0.0  # wall clock of the job, as the pipeline saw it
+    steps: dict[str, float] = field(default_factory=dict)  # seconds of each worker step, and of its starts
+    warm: bool = False  # the job's kernel and check child were started ahead, while the one before it was graded
 
     @property
     def failed(self) -> bool:

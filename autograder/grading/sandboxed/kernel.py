@@ -1,7 +1,7 @@
 """The grading kernel itself: ipykernel, started in the sandbox by the kernelspec that
 ``run.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
 The sandbox launcher has set its limits already; this module only cuts the descriptors
-student code could otherwise reach."""
+student code could otherwise reach, and imports torch before the kernel answers."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ def main(argv: list[str]) -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]
+    # every lab's first cell imports torch: imported here, before the kernel answers, it is ready
+    # when a kernel started ahead of its job gets the notebook (``grader.run.ahead``)
+    import torch  # noqa: F401
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()

@@ -51,7 +51,6 @@ def _second_clone(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow
 @needs_sandbox
 def test_a_second_clone_graded_with_another_checkouts_environment(tmp_path: Path) -> None:
     """Graded from a second clone of the course with this checkout's environment (whose editable
@@ -101,7 +100,6 @@ def test_a_second_clone_graded_with_another_checkouts_environment(tmp_path: Path
     assert f"grading imports autograder from the course ({clone / 'autograder'})" in run.stdout
 
 
-@pytest.mark.slow
 @needs_sandbox
 def test_a_broken_grader_stops_before_the_first_student(tmp_path: Path) -> None:
     """When the course's own autograder cannot start the independent check's child (here its

@@ -71,7 +71,6 @@ def _gradebook(root: Path) -> dict[str, tuple[str, float, float]]:
     return {who.get(s, s): (s, score, top) for (s, lab), (score, top) in scores.items() if lab == LAB}
 
 
-@pytest.mark.slow
 def test_the_class_is_graded_as_its_answers_earn(graded: Path) -> None:
     """Does the gradebook hold every student of the three LMSs and the folder, under the identity
     intake read (Blackboard's user name among them), with the points their answers earn?"""
@@ -80,7 +79,6 @@ def test_the_class_is_graded_as_its_answers_earn(graded: Path) -> None:
     assert len({student for student, _, _ in book.values()}) == len(EXPECTED)
 
 
-@pytest.mark.slow
 def test_moodle_round_trip(graded: Path) -> None:
     """Does the worksheet read back give every Moodle participant their gradebook grade, once,
     the two John Smiths apart, the formula name neutralised, the feedback zip a page each, and
@@ -97,7 +95,6 @@ def test_moodle_round_trip(graded: Path) -> None:
     assert {s for s, _ in summary.not_exportable} == {s for who, (s, _, _) in book.items() if "(Moodle " not in who}
 
 
-@pytest.mark.slow
 def test_canvas_round_trip(graded: Path) -> None:
     """Does the gradebook CSV read back give every Canvas user (both smithjohns, the late one,
     the resubmitted one) their gradebook grade under their user id, and the points possible?"""
@@ -109,7 +106,6 @@ def test_canvas_round_trip(graded: Path) -> None:
     assert any("no comment column" in note for note in summary.notes)  # the late flag: in the feedback
 
 
-@pytest.mark.slow
 def test_blackboard_round_trip(graded: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Through the command line, does the Grade Center file read back give each Blackboard user
     their gradebook grade, and the summary name the file last and the folder's student as not

@@ -252,7 +252,6 @@ def _grader_grows(calls: int, mib: float) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
 def test_callbacks_with_parameters_leave_the_grader_within_its_bound() -> None:
     """Do 40 callbacks, each with a new 64 MiB Parameter, raise the grader's RSS (measured in
     its own process) by no more than the parameters it may keep (MAX_PARAMS) and one message in

@@ -253,7 +253,6 @@ def carried(
     return (folder, *_grade(folder, True))
 
 
-@pytest.mark.slow
 def test_one_mistake_costs_once(carried, tmp_path: Path) -> None:
     """With error carried forward, does each student lose only the points of the exercise with
     the mistake, and without it get what grading gave before; does the submission that looks
@@ -282,7 +281,6 @@ PAIRS = [
 ]
 
 
-@pytest.mark.slow
 def test_a_wrong_earlier_answer_never_raises_a_later_score(carried) -> None:
     """Is every later exercise worth no more when an earlier answer is wrong than when it is
     right: an answer wrong on its first call only, one that sees its own softmax's trace, one
@@ -297,7 +295,6 @@ def test_a_wrong_earlier_answer_never_raises_a_later_score(carried) -> None:
     assert points["trace-detector-wrong"]["test_self_attention"] == 0
 
 
-@pytest.mark.slow
 def test_what_cannot_see_the_binding_costs_nothing(carried) -> None:
     """Does collecting garbage cost an honest student nothing (8/10, as without the cell), and is
     the course's detector written with ``getattr`` graded as written, like the one it copies
@@ -309,7 +306,6 @@ def test_what_cannot_see_the_binding_costs_nothing(carried) -> None:
     assert scores["getattr-detector"] == scores["detector"] == 0
 
 
-@pytest.mark.slow
 def test_status_words_and_points_agree(carried) -> None:
     """A stub left as released, answered in a cell the student added and kept by error carried
     forward: is it recorded as failed as written and passed on its own, with its points, and does
@@ -323,7 +319,6 @@ def test_status_words_and_points_agree(carried) -> None:
     assert scores["stub-and-added"] == 8
 
 
-@pytest.mark.slow
 def test_the_report_of_a_graded_class_lists_exactly_the_planted_copies(carried) -> None:
     """Graded for real beside the others, do the report's planted copies score as written, and does
     the class report of the warm-up lab list, among them, exactly the planted pairs per exercise: a

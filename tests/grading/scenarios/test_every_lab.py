@@ -16,7 +16,6 @@ from autograder.grading.grader.run import bwrap as sandbox
 from tests.grading.helpers import REPO, answered
 
 
-@pytest.mark.slow
 def test_every_labs_solutions_get_full_marks(tmp_path: Path) -> None:
     """Is every exercise of every lab scored in full, with nothing flagged, when the solutions
     are handed in?"""

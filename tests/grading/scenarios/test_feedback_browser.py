@@ -35,7 +35,6 @@ from tests.grading.helpers import LAB, make_course, submit, with_cell
 from tests.grading.scenarios.hostile_class import feedback_script
 from tests.grading.test_lab_browser import TIMEOUT, TOKEN, Server, _free_port, _start, _stop
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
 STUDENT = "mallory"
 ELSEWHERE = "127.0.0.2"  # another host to a browser, on this machine's loopback
 

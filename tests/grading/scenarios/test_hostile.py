@@ -41,7 +41,6 @@ def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
 
 
-@pytest.mark.slow
 def test_every_attack_scores_nothing_and_leaves_nothing(course: Path, tmp_path: Path, monkeypatch) -> None:
     """Does every attack on the grade score 0 (or its honest part), leave no file, process or
     connection behind, and leave the victim graded after it with exactly its own score?"""

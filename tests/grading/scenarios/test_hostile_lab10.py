@@ -65,7 +65,6 @@ def graded(tmp_path_factory) -> tuple[dict, str]:
     return {o.student: o for o in outcomes}, grading.summary(outcomes)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("student", list(CASES))
 def test_lab10_attack_scores_only_its_honest_part(graded, student: str) -> None:
     """Does an answer that returns the reference's result or PyTorch's op for the exercise, or forges a

@@ -187,7 +187,6 @@ def graded(tmp_path_factory) -> tuple[dict, str, Path]:
     return {o.student: o for o in outcomes}, grading.summary(outcomes), course
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("student", list(CASES))
 def test_lab9_attack_scores_only_its_honest_part(graded, student: str) -> None:
     """Does an answer that returns the reference's or the library's result (called by name or captured
@@ -203,7 +202,6 @@ def test_lab9_attack_scores_only_its_honest_part(graded, student: str) -> None:
         )
 
 
-@pytest.mark.slow
 def test_lab9_each_refused_clone_is_named_in_the_feedback(graded) -> None:
     """Does the feedback of the student whose answers run the reference's code under function objects
     of their own name each of the three refusals: the reference function, and the road it took?"""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from autograder.grading.grader import grading, pipeline
 from tests.grading.helpers import LAB, answered, make_course, released, submit
 
@@ -18,7 +16,6 @@ def _inbox(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow
 def test_jobs_2_gives_the_same_grades_as_jobs_1_and_regrading_changes_nothing(tmp_path: Path) -> None:
     """Is grades.csv byte for byte the same with --jobs 1 and --jobs 2, after regrading one
     student, and after rerunning the whole command, with every submission in the gradebook?"""

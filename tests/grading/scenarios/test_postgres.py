@@ -6,14 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from autograder.grading.grader import grading, pipeline
 from tests.grading.helpers import answered, make_course, released, submit
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
 def test_grades_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
     """Do two students graded in parallel into PostgreSQL give the right grades.csv, with
     no SQLite gradebook made on the side?"""

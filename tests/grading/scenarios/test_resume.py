@@ -69,7 +69,6 @@ def _stamps(root: Path) -> dict[str, int]:
     return {p.name.split("--")[0]: p.stat().st_mtime_ns for p in (root / "grading-logs").glob(f"*--{LAB}.stamp.json")}
 
 
-@pytest.mark.slow
 def test_a_grading_killed_half_way_resumes_to_the_same_results(tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
     for student, nb in STUDENTS.items():
@@ -218,7 +217,6 @@ def _copy(graded: tuple[Path, Path], folder: Path) -> Path:
     return Path(shutil.copytree(graded[0], folder / "course", symlinks=True))
 
 
-@pytest.mark.slow
 def test_a_changed_feedback_template_grades_the_class_again(sharded_class: tuple[Path, Path], tmp_path: Path) -> None:
     """The course's feedback template gains a line: every page is written again with it. The
     control, nothing changed, grades nothing and writes the same results."""
@@ -239,7 +237,6 @@ def test_a_changed_feedback_template_grades_the_class_again(sharded_class: tuple
     assert (changed / "grades.csv").read_text() == (root / "grades.csv").read_text()
 
 
-@pytest.mark.slow
 def test_a_feedback_folder_deleted_by_hand_is_written_again(sharded_class: tuple[Path, Path], tmp_path: Path) -> None:
     """ada's feedback folder deleted: the rerun grades ada again (ben, untouched, is skipped) and
     writes what one grading wrote; the control (nothing deleted) is the first rerun of the test above."""
@@ -251,7 +248,6 @@ def test_a_feedback_folder_deleted_by_hand_is_written_again(sharded_class: tuple
     assert results_of(course) == results_of(root)
 
 
-@pytest.mark.slow
 def test_finish_refuses_what_was_graded_before_the_last_intake(
     sharded_class: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -8,7 +8,6 @@ import csv
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from autograder.grading.grader import grading, pipeline
 from autograder.grading.protocol.confinement import Limits
@@ -72,7 +71,6 @@ def _cases() -> dict[str, tuple[object, float, str | None]]:
     }
 
 
-@pytest.mark.slow
 def test_every_kind_of_submission_gets_its_score(course: Path, tmp_path: Path, capsys) -> None:
     """Does every broken, hostile or odd submission get the right score and a clear line,
     with every other student still graded?"""

@@ -58,9 +58,6 @@ def _wait_for_stamp(layout: CourseLayout, students: list[str], timeout: float) -
     raise AssertionError(f"no submission of {students} was graded within {timeout} s")
 
 
-@pytest.mark.slow
-@pytest.mark.slurm
-@pytest.mark.postgres
 def test_a_job_array_grades_as_one_grade_does(tmp_path: Path, postgres_url: str) -> None:
     if reason := unavailable():
         pytest.skip(reason)

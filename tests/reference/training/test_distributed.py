@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 import torch
 
 from autograder import cli
@@ -54,7 +53,6 @@ def test_alone_everything_is_a_no_op():
     assert distributed.all_sum(3) == 3.0 and distributed.gather("x") == ["x"]
 
 
-@pytest.mark.slow
 def test_two_processes_equal_one(tmp_path, capsys):
     """Do two gloo processes under torchrun, each on its share of a batch of 15, end with the parameters
     of one process on the whole batch (float tolerance), with only rank 0 printing and writing?"""

@@ -132,7 +132,6 @@ def _train_reverse(model_cls, **recipe):
     return model, task, history, seen
 
 
-@pytest.mark.slow
 def test_reverse_reaches_99_percent():
     """Does a small model learn to reverse strings (>= 99% held-out exact match) within the test suite?"""
     model, task, history, seen = _train_reverse(EncoderDecoder)
@@ -141,7 +140,6 @@ def test_reverse_reaches_99_percent():
     assert evaluate(model, task.test, task.tgt_vocab)["exact_match"] >= 0.99
 
 
-@pytest.mark.slow
 def test_baseline_trains():
     """Does the nn.Transformer baseline train with the same loop and recipe?"""
     model, task, history, seen = _train_reverse(TorchTransformer, steps=300, eval_every=0)

@@ -7,7 +7,6 @@ machine (torch 2.13, one thread): validation exact match 0.02 at step 100, 0.08 
 steps; about 2 minutes on the machine under load, well under one when it is idle.
 """
 
-import pytest
 import torch
 
 from autograder.data import make_task
@@ -17,7 +16,6 @@ from autograder.reference.training.train import TrainConfig, evaluate, train
 STATED = 0.8
 
 
-@pytest.mark.slow
 def test_tiny_addition_trains_to_the_stated_exact_match():
     """Do 400 steps of a D = 32 model on 1- and 2-digit addition reach the stated validation exact match?"""
     threads = torch.get_num_threads()

@@ -141,7 +141,6 @@ def test_plans_choose_adams_implementation_and_a_resume_keeps_its_own(tmp_path):
     assert optimizer.state_dict()["state"][0]["exp_avg"].abs().sum() > 0  # the moments did come from the file
 
 
-@pytest.mark.slow
 def test_inductor_step_equals_eager_on_cpu(eager):
     """Does torch.compile with inductor (generated C++ kernels) give the eager losses within 1e-4?"""
     torch._dynamo.reset()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import platform
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -169,24 +170,38 @@ def complete(layout: CourseLayout, student: str, lab: str, held: set[tuple[str, 
     return stamp
 
 
+# A file of start-up checks shared by copies of a course on one machine (a test session's
+# temporary courses): a state checked in one copy is checked in all, since the key is the state.
+SHARED_RECORD = "AUTOGRADER_CHECKED"
+
+
 def checked_path(layout: CourseLayout) -> Path:
     """Where the start-up check records the states it passed in."""
     return layout.grading_state / "checked.json"
 
 
-def was_checked(layout: CourseLayout, key: str) -> bool:
-    """Did the start-up check pass in the state ``key`` (a ``preflight_key``)?"""
+def _records(layout: CourseLayout) -> list[Path]:
+    """The course's record, and the shared one that ``$AUTOGRADER_CHECKED`` names, if any."""
+    shared = os.environ.get(SHARED_RECORD, "")
+    return [checked_path(layout), *([Path(shared)] if shared else [])]
+
+
+def _passed(path: Path) -> list[str]:
     try:
-        return key in json.loads(checked_path(layout).read_text(encoding="utf-8")).get("passed", [])
+        return [k for k in json.loads(path.read_text(encoding="utf-8")).get("passed", []) if isinstance(k, str)]
     except (OSError, ValueError, AttributeError):
-        return False
+        return []
+
+
+def was_checked(layout: CourseLayout, key: str) -> bool:
+    """Did the start-up check pass in the state ``key`` (a ``preflight_key``), in this course
+    or in a copy of it that shares its record (``SHARED_RECORD``)?"""
+    return any(key in _passed(path) for path in _records(layout))
 
 
 def record_checked(layout: CourseLayout, key: str) -> None:
-    """Record that the start-up check passed in the state ``key`` (the last few states kept)."""
-    try:
-        passed = list(json.loads(checked_path(layout).read_text(encoding="utf-8")).get("passed", []))
-    except (OSError, ValueError, AttributeError):
-        passed = []
-    passed = [k for k in passed if isinstance(k, str) and k != key][-15:] + [key]
-    write_atomic(checked_path(layout), json.dumps({"passed": passed}, indent=1) + "\n")
+    """Record that the start-up check passed in the state ``key`` (the last few states kept in
+    the course's record, more in a shared one)."""
+    for path, kept in zip(_records(layout), (15, 500), strict=False):
+        passed = [k for k in _passed(path) if k != key][-kept:] + [key]
+        write_atomic(path, json.dumps({"passed": passed}, indent=1) + "\n")

@@ -108,15 +108,18 @@ class SandboxedChild:
         self.proc.stderr.close()
         self.connection = Connection(from_child, from_grader, trusting=False, timeout=timeout)
         self.closed = False
+        self.waited = 0.0  # seconds hello() waited for the first reply (the child's start, or what was left of it)
 
     def hello(self) -> None:
         """Wait for the child's first reply, sent before any student code runs; a child that
         dies or stays silent before it is the grader's failure (GraderError, with its stderr)."""
         timeout, self.connection.timeout = self.connection.timeout, STARTUP_TIMEOUT
+        start = time.perf_counter()
         try:
             if self.request({"op": "hello"}) != "ready":
                 raise wire.WireError("an unexpected first reply")
             self.connection.timeout = timeout
+            self.waited = time.perf_counter() - start
         except (wire.WireError, TimeoutError, OSError) as err:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -263,25 +266,27 @@ def recheck(
     call_timeout: float = 120.0,
     deadline: float | None = None,
     carry_forward: bool = False,
+    child: SandboxedChild | None = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Verdict]:
     """Run every graded test cell of ``source`` here against the answers of ``submission``
     (an autograded notebook), its code run in a child started through ``wrap`` (the
     sandbox). Returns grade_id -> Verdict; a child that dies or stops answering fails the
     exercises not yet checked. ``carry_forward``: then each exercise failed as written is
-    checked again with the earlier wrong answers made right (``Verdict.alone``, ``_carry_forward``)."""
+    checked again with the earlier wrong answers made right (``Verdict.alone``, ``_carry_forward``).
+    ``child``: one started already through ``wrap`` (ahead of its job), whose first reply is awaited here;
+    ``timings`` gets how long that wait was (``"check child start"``)."""
     cells = test_cells(source)
     verdicts: dict[str, Verdict] = {}
-
-    def start() -> SandboxedChild:
-        child = SandboxedChild(wrap, env, call_timeout)
-        try:
-            child.hello()
-        except GraderError:
-            child.close()
-            raise
-        return child
-
-    child = start()
+    start = time.perf_counter()
+    child = child or SandboxedChild(wrap, env, call_timeout)
+    try:
+        child.hello()
+    except GraderError:
+        child.close()
+        raise
+    if timings is not None:
+        timings["check child start"] = time.perf_counter() - start
     zygote = _Zygote(lambda: SandboxedChild(wrap, env, call_timeout, "zygote"))
     try:
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})

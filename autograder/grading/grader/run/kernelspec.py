@@ -64,4 +64,7 @@ def install(
         "HideHiddenTests.through_grade": True,
         "KernelManager.transport": "ipc",
         "KernelManager.connection_file": str(ipc / "kernel.json"),
+        # once the last cell has answered, the kernel is killed: nothing it runs after that counts,
+        # and a graceful end waits on the sandbox for it
+        "Execute.shutdown_kernel": "immediate",
     }

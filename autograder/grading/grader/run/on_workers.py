@@ -37,6 +37,7 @@ def record_result(root: Path, outcome: Outcome, result: Result, key: str) -> Non
     (layout.grading_logs / f"{outcome.student}--{outcome.lab}.log").write_text(result.log())
     outcome.autograde_seconds = result.autograde.seconds if result.autograde else 0.0
     outcome.check_seconds = result.check_seconds
+    outcome.steps, outcome.warm = dict(result.steps), result.warm
     if result.failed:
         outcome.graded = False
         outcome.notes.append(_failure_reason(result))

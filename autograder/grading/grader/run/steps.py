@@ -29,7 +29,7 @@ from pathlib import Path
 from autograder.grading.grader.job import Result, Run, Submission, Verdict
 from autograder.grading.grader.lab_cells import test_cells
 from autograder.grading.grader.output.steps import feedback
-from autograder.grading.grader.run import bwrap
+from autograder.grading.grader.run import ahead
 from autograder.grading.grader.run.independent_check import GraderError, recheck
 from autograder.grading.grader.verdict import retyped
 from autograder.grading.grader.verdict.save_verdicts import record
@@ -38,32 +38,27 @@ from autograder.grading.grader.verdict.steps import flags, into_notebook, points
 
 def autograde(s: Submission) -> bool:
     start = time.perf_counter()
+    ahead.timings.clear()
     answer = s.api.autograde(s.job.lab, s.job.student, force=True, create=True)
     s.result.autograde = Run.of(answer, time.perf_counter() - start)  # kernel start included
+    s.result.steps.update(ahead.timings)
     return s.result.autograde.success
 
 
 def _recheck(s: Submission) -> dict[str, Verdict]:
     """The independent check's verdicts; a check that could not run fails every exercise."""
-    scratch = Path(tempfile.mkdtemp(prefix="recheck-", dir=s.job.scratch))
-
-    def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(
-            argv,
-            scratch=scratch,
-            limits=s.job.limits,
-            env={"NBGRADER_EXECUTION": "autograde"},
-            enabled=s.job.sandbox,
-            package=s.job.package,
-        )
-
+    started = ahead.take_child(s.job)
+    child, scratch = started if started else (None, Path(tempfile.mkdtemp(prefix="recheck-", dir=s.job.scratch)))
     try:  # cells were already interrupted once in the notebook: a shorter limit here
         return recheck(
             s.source,
             s.autograded,
-            wrap=wrap,
+            wrap=ahead.check_sandbox(s.job, scratch),
             cell_timeout=min(float(s.config.Execute.timeout or 30), 10.0),
+            call_timeout=ahead.CALL_TIMEOUT,
             carry_forward=_carries_forward(s),
+            child=child,
+            timings=s.result.steps,
         )
     except GraderError:
         raise  # the grader's failure: reported as such, never as the student's 0
@@ -115,6 +110,9 @@ STEPS: list[Step] = [autograde, independent_check, points, into_notebook, flags,
 def grade(s: Submission, steps: list[Step] = STEPS) -> Result:
     """Run ``steps`` in order on ``s`` until one returns False; the result they wrote."""
     for step in steps:
-        if not step(s):
+        start = time.perf_counter()
+        going_on = step(s)
+        s.result.steps[step.__name__] = time.perf_counter() - start
+        if not going_on:
             break
     return s.result

@@ -11,6 +11,7 @@ A worker takes its turns at the gradebook (``gradebook.turns``) for as long as i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import select
 import signal
@@ -23,7 +24,8 @@ from pathlib import Path
 from autograder.grading.course import tool_env
 from autograder.grading.grader.job import Job, Result, Run, Submission
 from autograder.grading.grader.output import gradebook
-from autograder.grading.grader.run import steps
+from autograder.grading.grader.run import ahead, steps
+from autograder.grading.grader.run.execute_ahead import use_kernel_started_ahead
 from autograder.grading.grader.run.independent_check import GraderError
 from autograder.grading.grader.run.nbconfig import load_config
 from autograder.grading.grader.run.tail import Tail
@@ -35,9 +37,13 @@ def run(job: Job) -> Result:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    job = dataclasses.replace(job, config={**job.config, **ahead.kernel_config(job)})
     config = load_config(Path(job.root), job.config)
+    use_kernel_started_ahead(config)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    return steps.grade(Submission(job, config, api))
+    submission = Submission(job, config, api)
+    submission.result.warm = ahead.was_started(job)
+    return steps.grade(submission)
 
 
 def _children(pid: int) -> list[int]:
@@ -108,14 +114,29 @@ class WorkerProcess:
             proc.wait()
             return self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
 
-    def run(self, job: Job, limit: float) -> Result:
+    def run(self, job: Job, limit: float, then: Job | None = None) -> Result:
         """Send ``job`` to the worker process and wait for its result, at most ``limit`` seconds
-        (then the process is killed with its kernels, and started again for the next job)."""
-        result = self._exchange(job, limit)
+        (then the process is killed with its kernels, and started again for the next job).
+        ``then``: the job this worker gets next, whose sandboxes it starts while it grades ``job``."""
+        result = self._exchange(job, limit, then)
         result.seconds = time.perf_counter() - self.started
         return result
 
-    def _exchange(self, job: Job, limit: float) -> Result:
+    def ahead(self, job: Job) -> None:
+        """Tell the worker process (started now if need be) that ``job`` is its next: it starts
+        that job's sandboxes at once (``run.ahead``)."""
+        with self.killing:
+            if self.stopped:
+                return
+            if self.proc is None or self.proc.poll() is not None:
+                self._kill()
+                self._start()
+            assert self.proc is not None and self.proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, ValueError):  # a dead process: its job will say so
+                self.proc.stdin.write((AHEAD + job.to_json() + "\n").encode())
+                self.proc.stdin.flush()
+
+    def _exchange(self, job: Job, limit: float, then: Job | None = None) -> Result:
         start = self.started = time.perf_counter()
         with self.killing:  # no process starts once stop() was called
             if self.stopped:
@@ -125,8 +146,9 @@ class WorkerProcess:
                 self._start()
             proc = self.proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        lines = ([AHEAD + then.to_json()] if then is not None else []) + [job.to_json()]
         try:
-            proc.stdin.write((job.to_json() + "\n").encode())
+            proc.stdin.write("".join(line + "\n" for line in lines).encode())
             proc.stdin.flush()
         except (BrokenPipeError, ValueError):  # ValueError: stop() closed it meanwhile
             return Result(crash=f"the grading process died: {self._kill()}", lost=True)
@@ -172,6 +194,9 @@ class WorkerProcess:
         self._kill()
 
 
+AHEAD = "AUTOGRADER-AHEAD "  # a line of the pipeline's: start this job's sandboxes now, it comes next
+
+
 def _channels() -> tuple:
     """The job and answer channels on descriptors of their own (not inheritable), and /dev/null
     and stderr in their places: no process this one starts can read or forge them."""
@@ -205,6 +230,9 @@ def serve() -> None:
     with contextlib.ExitStack() as stack:
         locked = False
         for line in jobs:
+            if line.startswith(AHEAD):  # the job this worker gets next: its sandboxes start now
+                ahead.start(Job.from_json(line[len(AHEAD) :]))
+                continue
             job = Job.from_json(line)
             os.chdir(job.root)
             if job.lock and not locked:  # once a process: the first job that names the lock
@@ -212,6 +240,7 @@ def serve() -> None:
                 locked = True
             answers.write("AUTOGRADER-RESULT " + _answer(job).to_json() + "\n")
             answers.flush()
+        ahead.discard_all()  # no job follows: nothing started ahead outlives this process
 
 
 def _answer(job: Job) -> Result:
@@ -224,6 +253,8 @@ def _answer(job: Job) -> Result:
         return Result(grader_error=str(err))
     except Exception as err:  # reported to the pipeline, which goes on
         return Result(autograde=Run(False, "", f"{type(err).__name__}: {err}"))
+    finally:  # what was started ahead for this job and not used ends with it
+        ahead.discard(job)
 
 
 if __name__ == "__main__":

@@ -223,7 +223,6 @@ def test_unknown_student_or_lab_is_an_error(tmp_path: Path, capsys) -> None:
     assert not (root / "grades.csv").exists()
 
 
-@pytest.mark.slow
 def test_lms_zip_grades_odd_names_with_late_column(tmp_path: Path) -> None:
     """Are all the odd LMS names graded (Hangul written decomposed, an accented Moodle folder),
     the LATE tag in grades.csv's late column but not a time the student put in their file name,

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from autograder.grading.grader import grading, pipeline
 from autograder.grading.grader.output.clear_hidden_tests_and_paths import DROPPED, ClearHiddenTestsAndPaths
@@ -93,7 +92,6 @@ def _text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-@pytest.mark.slow
 def test_feedback_of_a_real_failing_hidden_test(course: Path, tmp_path: Path) -> None:
     """In a real autograded lab whose hidden tests fail, does the feedback HTML show the
     check's message (without the hidden test's expected value) but not the hidden tests, their

@@ -67,7 +67,6 @@ def _no_overlap(events: list[tuple[str, str, float]]) -> None:
     ), order
 
 
-@pytest.mark.slow
 def test_processes_take_turns_at_an_sqlite_gradebook(tmp_path: Path, scripts_on_path: None) -> None:
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     gradebook.opened(url, "course").close()  # made before the two race for it
@@ -75,8 +74,6 @@ def test_processes_take_turns_at_an_sqlite_gradebook(tmp_path: Path, scripts_on_
     assert (tmp_path / "gradebook.db.lock").is_file()
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
 def test_processes_take_turns_at_a_postgresql_gradebook(
     tmp_path: Path, postgres_url: str, scripts_on_path: None
 ) -> None:

@@ -57,7 +57,6 @@ def _seconds(source: str) -> float:
     return time.perf_counter() - start
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("unit", HOSTILE)
 def test_hostile_tex_renders_in_time_linear_in_its_length(unit: str) -> None:
     """Does 8 times as much hostile TeX take well under 8 squared times as long (it took 64 times
@@ -68,7 +67,6 @@ def test_hostile_tex_renders_in_time_linear_in_its_length(unit: str) -> None:
     assert ratio < 24, f"{unit!r}: 8x the text took {ratio:.1f}x the time"
 
 
-@pytest.mark.slow
 def test_a_megabyte_of_hostile_tex_renders_within_two_minutes() -> None:
     """Does 1 MB of repeated ``\\begin{a}`` render in a child within 120 s (it would have
     taken about 47 minutes; it takes a few seconds)?"""

@@ -15,8 +15,6 @@ from tests import chromium
 from tests.book.test_accessibility import AXE_RUN, HEADING_RULES, MUST_RUN, WCAG_TAGS
 from tests.grading.grader.report import report_class
 
-pytestmark = [pytest.mark.browser]
-
 SHOWN = """
 return {tables: [...document.querySelectorAll('table')].map(t => ({
             caption: t.caption ? t.caption.textContent : '', rows: t.tBodies[0].rows.length,

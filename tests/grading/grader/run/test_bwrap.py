@@ -422,7 +422,6 @@ def test_grading_refuses_without_a_sandbox(course: Path, tmp_path: Path, monkeyp
     assert not (course / "submitted").exists()
 
 
-@pytest.mark.slow
 @needs_sandbox
 def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path, tmp_path: Path) -> None:
     """Does a notebook run in its scratch folder, blind to the course, with full marks; and does
@@ -492,7 +491,6 @@ def _planted(folder: Path, marker: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow
 @needs_sandbox
 def test_no_process_imports_a_planted_autograder_package(tmp_path: Path, monkeypatch) -> None:
     """With an ``autograder`` package planted in the working directory (where a kernel starts: the

@@ -50,7 +50,6 @@ def _stand_in(folder: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
 
 
-@pytest.mark.slow
 def test_a_sandbox_that_starts_late_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Does a sandbox that starts 12 s late (a loaded machine; the handshake used to give it 10 s)
     pass the probe of its shared folder?"""

@@ -33,7 +33,6 @@ def _answer(source: str) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("lab", labs(REPO))
 def test_every_labs_solutions_pass_and_its_stubs_fail(lab: str) -> None:
     """Does every exercise of every lab pass with the solutions and fail with the stubs?"""
@@ -171,7 +170,6 @@ def _sandboxed(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str,
     return recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True, **kwargs)
 
 
-@pytest.mark.slow
 def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_path: Path) -> None:
     """Under a wrong relu, is a mean_squared_error that is right only once a file it writes
     exists given no credit (each fork of the sandboxed zygote starts without what an earlier one
@@ -184,7 +182,6 @@ def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_pat
     assert verdicts["test_mean_squared_error"].alone is False
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "attack",
     [
