@@ -1,10 +1,14 @@
 """Grading speed: seconds per graded notebook, and the speed-up of --jobs 2 over --jobs 1
-(with identical grades.csv), on a temporary course of warm-up submissions; then, for a fully
-answered submission of every lab, nbgrader's autograde in the sandbox plus the independent
-check (the target: at most 15 s together, kernel and child starts included).
+(with identical grades.csv), on a temporary course of warm-up submissions, with where a
+notebook's seconds go (the worker's steps, the kernel's and the check child's starts, the cells);
+then, for a fully answered submission of every lab, nbgrader's autograde in the sandbox plus the
+independent check (the target: at most 15 s together, kernel and child starts included).
 
-The class is graded ``--repeat`` times with each number of jobs, the two alternating, and the
-medians are compared: on a shared or virtual machine one run can be seconds off.
+The start-up check runs once per state of a course: the first grading, timed on its own, pays it
+and records it in the template every later course is copied from, as a course graded again
+would have it. The class is then graded ``--repeat`` times with each number of jobs, the two
+alternating, and the medians are compared: on a shared or virtual machine one run can be seconds
+off. ``--json`` writes the figures (benchmarks/results/grading-breakdown.json holds a run).
 
     python benchmarks/bench_grading.py [--students 8] [--jobs 2] [--repeat 3] [--no-every-lab] [--json FILE]
     python benchmarks/bench_grading.py --smoke    # 1 student, the warm-up lab alone: a test that it runs

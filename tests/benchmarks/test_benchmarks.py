@@ -25,7 +25,12 @@ NUMBER = r"\d+(?:\.\d+)?"
 PROMISES: dict[str, list[str]] = {
     "bench_grading.py": [
         r"grading \d+ notebooks of 00-warmup .*",
+        rf"first grading of a new state of the course, its start-up check included .*: {NUMBER} s, --jobs 1",
         rf"--jobs 1: {NUMBER} s in all, {NUMBER} s per graded notebook .*",
+        r"where a notebook's seconds go \(--jobs 1, mean per notebook\):",
+        rf"  autograde +{NUMBER}",
+        rf"  independent_check +{NUMBER}",
+        rf"  check child start +{NUMBER}",
         r"identical grades\.csv: True",
         rf"speed-up of --jobs 2 over --jobs 1: {NUMBER}x",
         rf"  00-warmup +{NUMBER} s \+ +{NUMBER} s = +{NUMBER} s +score 5 / 5",

@@ -16,8 +16,9 @@ def main(argv: list[str]) -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]
-    # every lab's first cell imports torch: imported here, before the kernel answers, it is ready
-    # when a kernel started ahead of its job gets the notebook (``grader.run.ahead``)
+    # every lab imports torch in its first cells: imported here, before the kernel answers, it is
+    # ready when a kernel started ahead of its job gets the notebook (``grader.run.ahead``). So it
+    # is loaded before any student code: a variable a notebook sets for torch's import comes late
     import torch  # noqa: F401
     from ipykernel import kernelapp
 

@@ -27,12 +27,16 @@ from tests.grading.helpers import LAB, REPO, answered, make_course, released, re
 STUDENTS = {"ada": answered(), "ben": released(), "cy": answered("relu"), "dee": answered()}
 
 
-def _grade(root: Path, inbox: Path, *flags: str) -> subprocess.Popen[str]:
+def _grade(root: Path, inbox: Path, *flags: str, shared_check: bool = True) -> subprocess.Popen[str]:
+    """``grade`` in a process of its own; ``shared_check=False``: only the course's own record of
+    the start-up check counts (not the test session's, ``AUTOGRADER_CHECKED``)."""
+    env = {k: v for k, v in os.environ.items() if shared_check or k != stamps.SHARED_RECORD}
     return subprocess.Popen(
         [sys.executable, "-m", "autograder", "--course", str(root), "grade", str(inbox), "--no-progress", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
 
 
@@ -97,8 +101,8 @@ def test_a_grading_killed_half_way_resumes_to_the_same_results(tmp_path: Path) -
     expected = results_of(alone)
     assert {f"autograded/{s}/{LAB}/verdicts.json" for s in STUDENTS} <= expected.keys()
     assert results_of(root) == expected
-    # nothing changed: nothing graded, no start-up check, the same results
-    unchanged = _grade(root, inbox)
+    # nothing changed: nothing graded, no start-up check (the course's own record holds it), the same results
+    unchanged = _grade(root, inbox, shared_check=False)
     out, err = unchanged.communicate(timeout=600)
     assert unchanged.returncode == 0 and "Checking the grader" not in err, err
     assert f"{len(STUDENTS)} submission(s) already graded with the same bytes" in err

@@ -17,6 +17,7 @@ a submission is graded, its stamp is removed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -170,8 +171,10 @@ def complete(layout: CourseLayout, student: str, lab: str, held: set[tuple[str, 
     return stamp
 
 
-# A file of start-up checks shared by copies of a course on one machine (a test session's
-# temporary courses): a state checked in one copy is checked in all, since the key is the state.
+# A file of start-up checks shared by copies of a course on one machine: the test suite points it
+# at a file of its session, so that its temporary courses of one state are checked once. The key
+# is the course's state (the package, nbgrader_config.py, the settings, the versions, each lab's
+# release and source), not the machine or the course's folder: share it on one machine only.
 SHARED_RECORD = "AUTOGRADER_CHECKED"
 
 
@@ -195,13 +198,25 @@ def _passed(path: Path) -> list[str]:
 
 def was_checked(layout: CourseLayout, key: str) -> bool:
     """Did the start-up check pass in the state ``key`` (a ``preflight_key``), in this course
-    or in a copy of it that shares its record (``SHARED_RECORD``)?"""
-    return any(key in _passed(path) for path in _records(layout))
+    or in a copy of it that shares its record (``SHARED_RECORD``)? A pass found only in the shared
+    record is copied into the course's own, which then holds it without the shared one."""
+    own, *shared = _records(layout)
+    if key in _passed(own):
+        return True
+    if any(key in _passed(path) for path in shared):
+        record_checked(layout, key)
+        return True
+    return False
 
 
 def record_checked(layout: CourseLayout, key: str) -> None:
     """Record that the start-up check passed in the state ``key`` (the last few states kept in
     the course's record, more in a shared one)."""
-    for path, kept in zip(_records(layout), (15, 500), strict=False):
-        passed = [k for k in _passed(path) if k != key][-kept:] + [key]
-        write_atomic(path, json.dumps({"passed": passed}, indent=1) + "\n")
+    own, *shared = _records(layout)
+    write_atomic(own, json.dumps({"passed": [k for k in _passed(own) if k != key][-15:] + [key]}, indent=1) + "\n")
+    for path in shared:  # not locked: two processes may both check a state, and one record be lost
+        with contextlib.suppress(
+            OSError
+        ):  # a shared file that cannot be written costs a check later, never this grading
+            passed = [k for k in _passed(path) if k != key][-500:] + [key]
+            write_atomic(path, json.dumps({"passed": passed}, indent=1) + "\n")

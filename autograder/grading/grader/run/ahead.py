@@ -1,19 +1,27 @@
 """The next submission's sandboxed processes, started while the worker grades the one before it:
 its grading kernel and the independent check's child. Starting them is a ``Popen`` that returns at
-once; they boot, import torch, and wait, on a core the current submission leaves idle, so the
-next submission finds them ready instead of paying their start.
+once; they boot and import torch while the current submission is graded, so the next submission
+finds them ready instead of paying their start. They run beside the current submission: on an
+idle core they cost it nothing, on a busy one they slow it (its cell limits are wall-clock), and
+each worker holds two more torch processes in memory.
 
 Each process started ahead belongs to exactly one job, named when it starts (the pipeline tells
-the worker which job it will get next: ``pool``). That job uses it, or it is killed unused; no
-process is ever handed to a second job, and none that ran a submission's code is reused (the
+the worker which job it gets next: ``pool``; a job is one course, lab and student). That job uses
+it, or it is killed unused when the job ends, when another start replaces it, or when the worker
+ends; no process is handed to a second job, and none that ran a submission's code is reused (the
 trust model of grading is unchanged: a kernel and a child per submission, each in its own
-sandbox, and nothing decided in either).
+sandbox, and nothing decided in either). One gap is the same as for a kernel started with its
+job: a worker killed from outside (the system's out-of-memory killer) leaves its sandboxes idle,
+since they run in sessions of their own.
 
 Neither differs from one started when its job begins: the same kernelspec, configuration and
-folders (the kernel's ``k/N`` folder is named by the job, so what a submission can see of its
-paths is the same), and the same sandboxed child. A kernel folder is used by one kernel only: a
-job whose kernel started ahead and was then lost (its worker died) gets a new folder beside it
-(``fresh_folder``), because the sandbox that used the first left it linked to its own tmpfs.
+folders (the kernel's ``k/N`` folder is named by the job, so a submission sees the same paths).
+A kernel folder is used by one kernel only: a sandbox leaves its IPC folder linked to its own
+tmpfs, so a job whose kernel started ahead and was then lost (its worker died, it died, or the
+course's autograde runs another executor) gets a new folder beside it, ``k/N.1``
+(``kernel_config``, ``fresh_folder``); that submission sees that path. Without the sandbox
+(``--no-sandbox``) nothing is linked and the folder is used again, harmlessly: the first kernel
+ran nothing.
 """
 
 from __future__ import annotations
@@ -34,9 +42,10 @@ from autograder.grading.grader.run.nbconfig import load_config
 CALL_TIMEOUT = 120.0  # seconds a call to the child may take (``independent_check.recheck``'s default)
 
 
-def key(job: Job) -> tuple[str, str, str, str]:
-    """Which job a process started ahead belongs to: the course, lab, student and kernel name."""
-    return (job.root, job.lab, job.student, str(job.config.get("Execute.kernel_name", "")))
+def key(job: Job) -> tuple[str, str, str]:
+    """Which job a process started ahead belongs to: the course, lab and student (one job each in
+    a grading; a kernel folder given anew keeps the job's key)."""
+    return (job.root, job.lab, job.student)
 
 
 def check_sandbox(job: Job, scratch: Path) -> Any:
@@ -60,7 +69,7 @@ class Started:
     """What was started ahead for one job: its kernel (a jupyter_client ``AsyncKernelManager``
     whose kernel is booting or waiting) and its check child with the child's scratch folder."""
 
-    job: tuple[str, str, str, str]
+    job: tuple[str, str, str]
     kernel: Any = None
     arguments: tuple[str, ...] = ()  # the kernel's extra command-line arguments
     child: SandboxedChild | None = None
@@ -80,7 +89,8 @@ class Started:
             self.kernel = None
 
 
-_started: dict[tuple[str, str, str, str], Started] = {}
+_started: dict[tuple[str, str, str], Started] = {}
+_handed: list[Any] = []  # the kernel ``kernel_config`` handed to the job being graded, for ``ExecuteAhead``
 timings: dict[str, float] = {}  # the last kernel's launch and start, seconds (``execute_ahead``)
 
 
@@ -97,19 +107,21 @@ def _stop_kernel(km: Any) -> None:
         _run(km.cleanup_resources)
 
 
-def _kernel(job: Job) -> tuple[Any, tuple[str, ...]]:
+def _kernel(job: Job, started: Started) -> None:
     """Start ``job``'s kernel as nbgrader's ``Execute`` would (its kernelspec, the job's
-    configuration); its manager and the extra arguments it got. None when nbclient would add
-    arguments of its own (an IPython kernel's history file): that kernel starts with its job."""
+    configuration) into ``started``, the manager kept before the start so that a start that
+    fails half-way is still shut down. None when nbclient would add arguments of its own (an
+    IPython kernel's history file): that kernel starts with its job."""
     from jupyter_client.manager import AsyncKernelManager
 
     config = load_config(Path(job.root), job.config)
     km = AsyncKernelManager(kernel_name=str(config.Execute.kernel_name), config=config)
     if km.ipykernel:
-        return None, ()
-    arguments = tuple(config.Execute.get("extra_arguments", []) or [])
-    _run(km.start_kernel, extra_arguments=list(arguments), cwd=job.scratch or "/")
-    return km, arguments
+        return
+    started.arguments = tuple(config.Execute.get("extra_arguments", []) or [])
+    started.kernel = km
+    # the launcher goes to "/" at once and the sandbox to its scratch folder: the cwd is unused
+    _run(km.start_kernel, extra_arguments=list(started.arguments), cwd=job.scratch or "/")
 
 
 def start(job: Job) -> None:
@@ -117,25 +129,21 @@ def start(job: Job) -> None:
     discard(job)
     started = _started[key(job)] = Started(key(job), since=time.perf_counter())
     with contextlib.suppress(Exception):  # whatever fails here fails again, reported, when its job starts it
-        started.kernel, started.arguments = _kernel(job)
+        _kernel(job, started)
     with contextlib.suppress(Exception):
         started.scratch = Path(tempfile.mkdtemp(prefix="recheck-", dir=job.scratch))
         started.child = SandboxedChild(check_sandbox(job, started.scratch), None, CALL_TIMEOUT)
 
 
-def take_kernel(kernel_name: str, arguments: list[str]) -> Any:
-    """The kernel started ahead under ``kernel_name`` with ``arguments``, if it is still alive
-    (then it is the caller's to shut down); else None, and it is killed."""
-    for started in _started.values():
-        if started.job[3] == kernel_name and started.kernel is not None:
-            km, started.kernel = started.kernel, None
-            alive = False
-            with contextlib.suppress(Exception):
-                alive = bool(_run(km.is_alive))
-            if alive and tuple(arguments) == started.arguments:
-                return km
-            _stop_kernel(km)
-    return None
+def handed() -> bool:
+    """Was the job being graded handed a kernel started ahead (``kernel_config``)?"""
+    return bool(_handed)
+
+
+def take_kernel() -> Any:
+    """The kernel ``kernel_config`` handed to the job being graded (then the caller's to shut
+    down), or None: then the job's folder is one no kernel used, and the caller starts one there."""
+    return _handed.pop() if _handed else None
 
 
 def take_child(job: Job) -> tuple[SandboxedChild, Path] | None:
@@ -154,32 +162,38 @@ def discard(job: Job) -> None:
     started = _started.pop(key(job), None)
     if started is not None:
         started.close()
+    while _handed:  # handed to the job and not taken: autograde stopped before its notebook ran
+        _stop_kernel(_handed.pop())
 
 
 def discard_all() -> None:
+    """Kill everything started ahead and not taken (the worker is ending)."""
     for started in list(_started.values()):
         started.close()
     _started.clear()
+    while _handed:
+        _stop_kernel(_handed.pop())
 
 
-def was_started(job: Job) -> bool:
-    """Was anything started ahead for ``job`` (in this worker)?"""
-    return key(job) in _started
-
-
-def kernel_config(job: Job) -> dict[str, Any]:
-    """What ``job``'s configuration needs before its notebook runs: nothing when its kernel was
-    started ahead here and is alive (``ExecuteAhead`` takes it); else that kernel, if any, is
-    killed, and the job gets a fresh kernel folder if its own was used already (``fresh_folder``)."""
+def kernel_config(job: Job, usable: bool) -> dict[str, Any]:
+    """What ``job``'s configuration needs before its notebook runs. When its kernel was started
+    ahead here, is alive and will be taken (``usable``: autograde runs ``ExecuteAhead``), that
+    kernel is handed over for it (``take_kernel``) and nothing changes. Else that kernel, if any,
+    is killed, and the job gets a fresh kernel folder if its own was used already
+    (``fresh_folder``): a second kernel never starts in a folder a first one used."""
+    _handed.clear()
     started = _started.get(key(job))
-    if started is not None and started.kernel is not None:
+    km = started.kernel if started is not None else None
+    if started is not None:
+        started.kernel = None
+    if km is not None:
         alive = False
         with contextlib.suppress(Exception):
-            alive = bool(_run(started.kernel.is_alive))
-        if alive:
+            alive = bool(_run(km.is_alive))
+        if alive and usable:
+            _handed.append(km)
             return {}
-        _stop_kernel(started.kernel)
-        started.kernel = None
+        _stop_kernel(km)
     return fresh_folder(job)
 
 

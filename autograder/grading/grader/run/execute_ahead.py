@@ -1,10 +1,11 @@
 """nbgrader's ``Execute`` with the kernel the worker started ahead for the job (``ahead``): the
 course's ``nbgrader.preprocessors.Execute`` is replaced by this class for the worker's autograde
-(``use_kernel_started_ahead``), and it runs the notebook exactly as ``Execute`` does, in that
-kernel when one is there and alive, else in one it starts itself.
+(``use_kernel_started_ahead``), and it runs the notebook as ``Execute`` does, in the kernel that
+``ahead.kernel_config`` handed to the job when there is one, else in one it starts itself (in a
+folder no kernel used: ``kernel_config`` saw to that).
 
 Given a kernel manager, nbclient leaves the kernel running when the notebook is done (it is not
-its own); this class then shuts it down as nbclient shuts down its own, so a kernel started ahead
+its own); this class then shuts it down with nbclient's own routine, so a kernel started ahead
 ends like any other, with its one notebook.
 """
 
@@ -18,7 +19,7 @@ from nbgrader.preprocessors import Execute
 
 from autograder.grading.grader.run import ahead
 
-REPLACED = "nbgrader.preprocessors.Execute"
+REPLACED = ("nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Execute")
 
 
 class ExecuteAhead(Execute):
@@ -41,7 +42,7 @@ class ExecuteAhead(Execute):
 
     def preprocess(self, nb: Any, resources: Any = None, km: Any = None) -> Any:
         if km is None:
-            km = ahead.take_kernel(str(self.kernel_name), list(self.extra_arguments))
+            km = ahead.take_kernel()
         if km is None:
             return super().preprocess(nb, resources)
         try:
@@ -51,12 +52,14 @@ class ExecuteAhead(Execute):
                 self._cleanup_kernel()
 
 
-def use_kernel_started_ahead(config: Any) -> None:
+def use_kernel_started_ahead(config: Any) -> bool:
     """In ``config`` (a traitlets ``Config`` of nbgrader), autograde runs ``ExecuteAhead`` where
-    it ran nbgrader's ``Execute``; a course that configured another executor keeps it."""
+    it ran nbgrader's ``Execute``; a course that configured another executor, or none (nbgrader's
+    default list), keeps it. Does autograde now run ``ExecuteAhead``?"""
     section = config.Autograde
     if "autograde_preprocessors" not in section:
-        return
+        return False
     section.autograde_preprocessors = [
-        ExecuteAhead if item == REPLACED or item is Execute else item for item in section.autograde_preprocessors
+        ExecuteAhead if item in REPLACED or item is Execute else item for item in section.autograde_preprocessors
     ]
+    return ExecuteAhead in section.autograde_preprocessors

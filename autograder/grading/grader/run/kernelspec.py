@@ -64,7 +64,8 @@ def install(
         "HideHiddenTests.through_grade": True,
         "KernelManager.transport": "ipc",
         "KernelManager.connection_file": str(ipc / "kernel.json"),
-        # once the last cell has answered, the kernel is killed: nothing it runs after that counts,
-        # and a graceful end waits on the sandbox for it
+        # once every cell's reply and outputs are in, nbgrader's Execute kills the kernel: nothing
+        # it ran after that would count, and a graceful end sends a shutdown request and waits up
+        # to KernelManager.shutdown_wait_time for the launcher and its sandbox to exit
         "Execute.shutdown_kernel": "immediate",
     }

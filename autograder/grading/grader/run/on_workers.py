@@ -53,7 +53,10 @@ def record_result(root: Path, outcome: Outcome, result: Result, key: str) -> Non
 def _first_check(g: Grading, lab: str | None) -> Job | None:
     """The preflight of ``lab`` (its solution notebook, in a kernel of its own), unless it
     already passed in this state of the course."""
-    if lab is None or stamps.was_checked(CourseLayout(g.root), g.checked_key):
+    layout = CourseLayout(g.root)
+    if lab is None:
+        return None
+    if stamps.was_checked(layout, g.checked_key):
         return None
     print(
         f"Checking the grader before the first student: the solution of {lab} must get full marks "

@@ -1,7 +1,9 @@
 """The jobs of a class on worker processes: the preflight on the first worker while the others
 start, then every job under its wall-clock limit, each result handed back in the jobs' order.
-Each worker takes its next job when it starts one, and is told it, so that it starts that job's
-sandboxes while it grades (``ahead``): the jobs are shared out one by one as before, one job ahead.
+Each worker takes its next job when it starts one, and is told it in the same write, so that it
+starts that job's sandboxes while it grades (``ahead``). A job taken is that worker's: it may wait
+behind a slow job of its worker while another worker is idle (the cost of starting its sandboxes
+early, at most one job per worker at the end of a class).
 
 No worker or kernel outlives grading: a stop (SIGTERM, Ctrl+C) or a failure stops them all, and
 the jobs not yet started never start.
@@ -95,8 +97,8 @@ class _Plan:
 
 
 def _serve(plan: _Plan, worker: WorkerProcess, mine: int | None, job_timeout: float) -> None:
-    """One worker's jobs: its first, then each it takes, every job's next taken (and its
-    sandboxes started) before the job is sent."""
+    """One worker's jobs: its first, then each it takes; every job's next is taken before the job
+    is sent, and sent in the same write, just before it."""
     while mine is not None and not plan.stopped:
         then = plan.take()
         future = plan.results[mine]

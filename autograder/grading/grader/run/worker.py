@@ -37,12 +37,14 @@ def run(job: Job) -> Result:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    job = dataclasses.replace(job, config={**job.config, **ahead.kernel_config(job)})
     config = load_config(Path(job.root), job.config)
-    use_kernel_started_ahead(config)
+    if fresh := ahead.kernel_config(job, usable=use_kernel_started_ahead(config)):
+        job = dataclasses.replace(job, config={**job.config, **fresh})
+        config = load_config(Path(job.root), job.config)
+        use_kernel_started_ahead(config)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     submission = Submission(job, config, api)
-    submission.result.warm = ahead.was_started(job)
+    submission.result.warm = ahead.handed()
     return steps.grade(submission)
 
 
@@ -228,6 +230,7 @@ def serve() -> None:
     _end_with_pipeline()
     jobs, answers = _channels()
     with contextlib.ExitStack() as stack:
+        stack.callback(ahead.discard_all)  # no job follows: nothing started ahead outlives this process
         locked = False
         for line in jobs:
             if line.startswith(AHEAD):  # the job this worker gets next: its sandboxes start now
@@ -240,7 +243,6 @@ def serve() -> None:
                 locked = True
             answers.write("AUTOGRADER-RESULT " + _answer(job).to_json() + "\n")
             answers.flush()
-        ahead.discard_all()  # no job follows: nothing started ahead outlives this process
 
 
 def _answer(job: Job) -> Result:

@@ -22,6 +22,9 @@ def test_a_state_checked_in_one_copy_is_checked_in_every_copy_sharing_the_record
     assert stamps.was_checked(second, "state-2") and not stamps.was_checked(second, "state-3")
     assert not stamps.was_checked(second, "state-1")  # recorded before the record was shared
     assert stamps.was_checked(first, "state-1")  # the course's own record is still read
+    monkeypatch.delenv(stamps.SHARED_RECORD)
+    assert stamps.was_checked(second, "state-2")  # copied into the course's own record when found
+    assert not stamps.was_checked(second, "state-3")
 
 
 def test_the_shared_record_keeps_many_states_and_the_course_record_a_few(tmp_path: Path, monkeypatch) -> None:
