@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.pop("AUTOGRADER_CHECKED", None)  # the first grading pays the start-up check, whoever runs this
 
 import nbformat
 
