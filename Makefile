@@ -47,7 +47,7 @@ FAST := not (grading or book or browser or install or service or training)
 test-fast: $(STAMP)  ## the everyday loop: every test but those that grade, build the book, drive a browser, install, start a service or train (markers: pyproject.toml)
 	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS)) -m "$(FAST)"
 
-test-gpu: $(STAMP)  ## the CUDA-only tests (graphed and compiled training steps; names end in on_cuda): needs a CUDA GPU
+test-gpu: $(STAMP)  ## the CUDA-only tests (graphed and compiled training steps; names contain on_cuda): needs a CUDA GPU
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu: no CUDA GPU is visible')"
 	$(BIN)/python -m pytest tests/reference -k on_cuda -rs
 

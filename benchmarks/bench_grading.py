@@ -2,7 +2,8 @@
 (with identical grades.csv), on a temporary course of warm-up submissions, with where a
 notebook's seconds go (the worker's steps, the kernel's and the check child's starts, the cells);
 then, for a fully answered submission of every lab, nbgrader's autograde in the sandbox plus the
-independent check (the target: at most 15 s together, kernel and child starts included).
+independent check (the target: at most 15 s together; for the warm-up lab the kernel's and the
+child's starts are included, for the others they boot during that lab's start-up check).
 
 The start-up check runs once per state of a course: the first grading, timed on its own, pays it
 and records it in the template every later course is copied from, as a course graded again
@@ -106,11 +107,13 @@ def _cell_seconds(notebook: Path) -> list[float]:
 
 
 def breakdown(outcomes: list, roots: list[Path], seconds: list[float]) -> dict[str, float]:
-    """Where a notebook's seconds go, each a mean over the notebooks graded with --jobs 1: the
-    worker's steps (nbgrader autograde, of which the kernel's start, the set-up cell that
-    imports torch and the other cells; the independent check, of which its child's start; the
-    verdict steps; the feedback page) and, per notebook, what each grading costs besides its
-    jobs (worker processes, gradebook, grades.csv, the pipeline's steps)."""
+    """Where a notebook's seconds go, over the notebooks graded with --jobs 1, each a mean of
+    those that have it (the kernel's launch: those whose kernel was not started ahead): the
+    worker's steps (nbgrader autograde, of which the kernel's start, the first (install) cell and
+    the others; the independent check, of which its child's start; the verdict steps; the
+    feedback page), the share of jobs whose sandboxes were started ahead (a fraction) and, per
+    notebook, what each grading costs besides its jobs (worker processes, gradebook, grades.csv,
+    the pipeline's steps)."""
     parts: dict[str, list[float]] = {}
 
     def add(name: str, value: float) -> None:
@@ -123,7 +126,7 @@ def breakdown(outcomes: list, roots: list[Path], seconds: list[float]) -> dict[s
         add("started ahead (share of jobs)", float(outcome.warm))
         cells = _cell_seconds(root / "autograded" / outcome.student / outcome.lab / f"{outcome.lab}.ipynb")
         if cells:
-            add("cells: the set-up cell (imports torch)", cells[0])
+            add("cells: the first (install) cell", cells[0])
             add("cells: the others", sum(cells[1:]))
     means = {name: statistics.mean(values) for name, values in parts.items()}
     per_grading = statistics.mean(seconds) - sum(o.seconds for o in outcomes) / len(seconds)

@@ -9,9 +9,12 @@ after a change, can be compared marker by marker:
         -o enable_assertion_pass_hook=true
     python tools/suite_costs.py /tmp/costs [/tmp/costs-before]
 
-Assertions are counted by pytest's ``pytest_assertion_pass`` hook: the plain ``assert``
-statements of test modules and conftest files, fixtures' included; an assertion in a helper
-module or a ``pytest.raises`` is not counted.
+Assertions are counted by pytest's ``pytest_assertion_pass`` hook, which needs
+``-o enable_assertion_pass_hook=true`` and no bytecode pytest rewrote before without it (a fresh
+clone, ``PYTHONDONTWRITEBYTECODE=1``, or ``find . -name '*-pytest-*.pyc' -delete``): the plain
+``assert`` statements of test modules and conftest files that run before a test's call ends
+(its set-up and its body, not its teardown); an assertion in a helper module or a
+``pytest.raises`` is not counted. Lines are appended: give each run an empty folder.
 """
 
 from __future__ import annotations

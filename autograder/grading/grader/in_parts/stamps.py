@@ -204,7 +204,7 @@ def was_checked(layout: CourseLayout, key: str) -> bool:
     if key in _passed(own):
         return True
     if any(key in _passed(path) for path in shared):
-        record_checked(layout, key)
+        _write_passed(own, key, 15)  # the course's own record only: the shared one has it
         return True
     return False
 
@@ -213,10 +213,12 @@ def record_checked(layout: CourseLayout, key: str) -> None:
     """Record that the start-up check passed in the state ``key`` (the last few states kept in
     the course's record, more in a shared one)."""
     own, *shared = _records(layout)
-    write_atomic(own, json.dumps({"passed": [k for k in _passed(own) if k != key][-15:] + [key]}, indent=1) + "\n")
-    for path in shared:  # not locked: two processes may both check a state, and one record be lost
-        with contextlib.suppress(
-            OSError
-        ):  # a shared file that cannot be written costs a check later, never this grading
-            passed = [k for k in _passed(path) if k != key][-500:] + [key]
-            write_atomic(path, json.dumps({"passed": passed}, indent=1) + "\n")
+    _write_passed(own, key, 15)
+    for path in shared:  # not locked: a record another process writes at the same time may be lost
+        with contextlib.suppress(OSError):  # an unwritable shared file costs a check later, never this grading
+            _write_passed(path, key, 500)
+
+
+def _write_passed(path: Path, key: str, kept: int) -> None:
+    passed = [k for k in _passed(path) if k != key][-kept:] + [key]
+    write_atomic(path, json.dumps({"passed": passed}, indent=1) + "\n")

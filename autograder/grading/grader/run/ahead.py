@@ -11,17 +11,19 @@ it, or it is killed unused when the job ends, when another start replaces it, or
 ends; no process is handed to a second job, and none that ran a submission's code is reused (the
 trust model of grading is unchanged: a kernel and a child per submission, each in its own
 sandbox, and nothing decided in either). One gap is the same as for a kernel started with its
-job: a worker killed from outside (the system's out-of-memory killer) leaves its sandboxes idle,
-since they run in sessions of their own.
+job: a worker killed from outside (the system's out-of-memory killer) leaves its kernels (the
+job's and the one started ahead) running in their sandboxes, since they run in sessions of their
+own and the pipeline finds a worker's children by their parent; check children end when their
+pipe to the worker closes.
 
-Neither differs from one started when its job begins: the same kernelspec, configuration and
-folders (the kernel's ``k/N`` folder is named by the job, so a submission sees the same paths).
-A kernel folder is used by one kernel only: a sandbox leaves its IPC folder linked to its own
-tmpfs, so a job whose kernel started ahead and was then lost (its worker died, it died, or the
-course's autograde runs another executor) gets a new folder beside it, ``k/N.1``
-(``kernel_config``, ``fresh_folder``); that submission sees that path. Without the sandbox
-(``--no-sandbox``) nothing is linked and the folder is used again, harmlessly: the first kernel
-ran nothing.
+For a course whose autograde runs nbgrader's ``Execute`` (``execute_ahead``), neither differs
+from one started when its job begins: the same kernelspec, configuration and folders (the
+kernel's ``k/N`` folder is named by the job, so a submission sees the same paths). A kernel
+folder is used by one kernel only: a sandbox leaves its IPC folder linked to its own tmpfs, so a
+job whose kernel started ahead and was then lost (its worker died, or it died) gets a new
+folder beside it, ``k/N.1`` (``kernel_config``,
+``fresh_folder``); that submission sees that path. Without the sandbox (``--no-sandbox``)
+nothing is linked and the folder is used again, harmlessly: the first kernel ran nothing.
 """
 
 from __future__ import annotations
@@ -110,11 +112,16 @@ def _stop_kernel(km: Any) -> None:
 def _kernel(job: Job, started: Started) -> None:
     """Start ``job``'s kernel as nbgrader's ``Execute`` would (its kernelspec, the job's
     configuration) into ``started``, the manager kept before the start so that a start that
-    fails half-way is still shut down. None when nbclient would add arguments of its own (an
-    IPython kernel's history file): that kernel starts with its job."""
+    fails half-way is still shut down. None when the course's autograde does not run
+    ``ExecuteAhead`` (another executor would start its own) or when nbclient would add arguments
+    of its own (an IPython kernel's history file): that kernel starts with its job."""
     from jupyter_client.manager import AsyncKernelManager
 
+    from autograder.grading.grader.run.execute_ahead import use_kernel_started_ahead
+
     config = load_config(Path(job.root), job.config)
+    if not use_kernel_started_ahead(config):  # the course runs another executor: it starts its own kernel
+        return
     km = AsyncKernelManager(kernel_name=str(config.Execute.kernel_name), config=config)
     if km.ipykernel:
         return
@@ -181,7 +188,8 @@ def kernel_config(job: Job, usable: bool) -> dict[str, Any]:
     kernel is handed over for it (``take_kernel``) and nothing changes. Else that kernel, if any,
     is killed, and the job gets a fresh kernel folder if its own was used already
     (``fresh_folder``): a second kernel never starts in a folder a first one used."""
-    _handed.clear()
+    while _handed:
+        _stop_kernel(_handed.pop())
     started = _started.get(key(job))
     km = started.kernel if started is not None else None
     if started is not None:

@@ -1,8 +1,8 @@
 """nbgrader's ``Execute`` with the kernel the worker started ahead for the job (``ahead``): the
 course's ``nbgrader.preprocessors.Execute`` is replaced by this class for the worker's autograde
 (``use_kernel_started_ahead``), and it runs the notebook as ``Execute`` does, in the kernel that
-``ahead.kernel_config`` handed to the job when there is one, else in one it starts itself (in a
-folder no kernel used: ``kernel_config`` saw to that).
+``ahead.kernel_config`` handed to the job when there is one, else in one it starts itself (with the sandbox, in
+a folder no kernel used: ``kernel_config`` saw to that).
 
 Given a kernel manager, nbclient leaves the kernel running when the notebook is done (it is not
 its own); this class then shuts it down with nbclient's own routine, so a kernel started ahead
