@@ -117,10 +117,8 @@ def _kernel(job: Job, started: Started) -> None:
     of its own (an IPython kernel's history file): that kernel starts with its job."""
     from jupyter_client.manager import AsyncKernelManager
 
-    from autograder.grading.grader.run.execute_ahead import use_kernel_started_ahead
-
     config = load_config(Path(job.root), job.config)
-    if not use_kernel_started_ahead(config):  # the course runs another executor: it starts its own kernel
+    if not runs_nbgrader_execute(config):  # the course runs another executor: it starts its own kernel
         return
     km = AsyncKernelManager(kernel_name=str(config.Execute.kernel_name), config=config)
     if km.ipykernel:
@@ -129,6 +127,20 @@ def _kernel(job: Job, started: Started) -> None:
     started.kernel = km
     # the launcher goes to "/" at once and the sandbox to its scratch folder: the cwd is unused
     _run(km.start_kernel, extra_arguments=list(started.arguments), cwd=job.scratch or "/")
+
+
+EXECUTE = ("nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Execute")  # what ExecuteAhead replaces
+
+
+def runs_nbgrader_execute(config: Any) -> bool:
+    """Does the course's autograde (``config``, nbgrader's) run nbgrader's ``Execute``, by name or
+    by class, so that ``execute_ahead.ExecuteAhead`` takes its place and the kernel started ahead?"""
+    from nbgrader.preprocessors import Execute
+
+    section = config.Autograde
+    if "autograde_preprocessors" not in section:
+        return False
+    return any(item in EXECUTE or item is Execute for item in section.autograde_preprocessors)
 
 
 def start(job: Job) -> None:

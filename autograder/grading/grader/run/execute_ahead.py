@@ -19,8 +19,6 @@ from nbgrader.preprocessors import Execute
 
 from autograder.grading.grader.run import ahead
 
-REPLACED = ("nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Execute")
-
 
 class ExecuteAhead(Execute):
     """``Execute`` in the kernel started ahead for this job, when there is one."""
@@ -60,6 +58,6 @@ def use_kernel_started_ahead(config: Any) -> bool:
     if "autograde_preprocessors" not in section:
         return False
     section.autograde_preprocessors = [
-        ExecuteAhead if item in REPLACED or item is Execute else item for item in section.autograde_preprocessors
+        ExecuteAhead if item in ahead.EXECUTE or item is Execute else item for item in section.autograde_preprocessors
     ]
     return ExecuteAhead in section.autograde_preprocessors

@@ -27,6 +27,7 @@ def test_autograde_runs_execute_ahead_where_the_course_ran_nbgraders_execute() -
     """Is nbgrader's Execute (by name or by class) replaced, and a course's own executor kept?"""
     config = Config()
     config.Autograde.autograde_preprocessors = ["a.Hide", "nbgrader.preprocessors.Execute", Execute, "my.Execute"]
+    assert ahead.runs_nbgrader_execute(config)  # so a kernel is started ahead for its jobs
     assert use_kernel_started_ahead(config)
     assert config.Autograde.autograde_preprocessors == ["a.Hide", ExecuteAhead, ExecuteAhead, "my.Execute"]
     bare = Config()
@@ -35,6 +36,7 @@ def test_autograde_runs_execute_ahead_where_the_course_ran_nbgraders_execute() -
     own = Config()
     own.Autograde.autograde_preprocessors = ["my.Execute"]
     assert not use_kernel_started_ahead(own) and own.Autograde.autograde_preprocessors == ["my.Execute"]
+    assert not ahead.runs_nbgrader_execute(own) and not ahead.runs_nbgrader_execute(bare)  # nothing started ahead
 
 
 def test_each_job_is_given_to_one_worker_in_order_and_none_after_a_stop() -> None:
