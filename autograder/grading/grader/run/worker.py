@@ -130,22 +130,24 @@ class WorkerProcess:
         with self.killing:
             if self.stopped:
                 return
-            if self.proc is None or self.proc.poll() is not None:
-                self._kill()
-                self._start()
+            self._running()
             assert self.proc is not None and self.proc.stdin is not None
             with contextlib.suppress(BrokenPipeError, ValueError):  # a dead process: its job will say so
                 self.proc.stdin.write((AHEAD + job.to_json() + "\n").encode())
                 self.proc.stdin.flush()
+
+    def _running(self) -> None:
+        """The process started again if it is not running (a crash, a job past its limit); under ``killing``."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._kill()
+            self._start()
 
     def _exchange(self, job: Job, limit: float, then: Job | None = None) -> Result:
         start = self.started = time.perf_counter()
         with self.killing:  # no process starts once stop() was called
             if self.stopped:
                 return Result(crash="grading was stopped before this submission", lost=True)
-            if self.proc is None or self.proc.poll() is not None:
-                self._kill()
-                self._start()
+            self._running()
             proc = self.proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         lines = ([AHEAD + then.to_json()] if then is not None else []) + [job.to_json()]
