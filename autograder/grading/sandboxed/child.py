@@ -158,6 +158,11 @@ class ChildServer(Connection):
             )
         if op == "fork":  # error carried forward: a copy of this process, where no student code ran yet
             return self._fork()
+        if op == "warm":  # a zygote-to-be, before its carried-forward forks
+            if not self.pristine:
+                raise ValueError("only a process where no student code ran may warm")
+            warm()
+            return "warm", {}, {}
         if op == "exit":  # the end of a fork: its parent (the zygote) replies once it is cleaned up
             _EXIT(0)
         if op == "bind":  # error carried forward, in a fork: earlier wrong answers answered by the solution

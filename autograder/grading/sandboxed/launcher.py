@@ -16,7 +16,9 @@ environment, sets the resource limits and starts ``bwrap`` with:
   sockets made there; the launcher also stops the sandbox when they hold over
   ``MAX_ENTRIES`` files;
 - its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
-  outlives it (``--die-with-parent``; the PID namespace dies with its first process).
+  outlives it (``--die-with-parent``; the PID namespace dies with its first process). With
+  ``--init`` the command is that first process (bwrap's ``--as-pid-1``), so no signal sent from
+  inside the sandbox ends it: the independent check's child, whose forks run student code.
 
 Limits: address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), largest file (RLIMIT_FSIZE), no
 core files, and processes (RLIMIT_NPROC, set inside the sandbox's own user namespace so it
@@ -80,8 +82,8 @@ def _read_only_paths() -> list[str]:
     return out
 
 
-def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: int) -> list[str]:
-    args = [bwrap, "--die-with-parent", "--new-session"]
+def _bwrap_args(bwrap: str, scratch: str, rw: list[str], limits: Limits, uid: int, init: bool = False) -> list[str]:
+    args = [bwrap, "--die-with-parent", "--new-session", *(["--as-pid-1"] if init else [])]
     if uid >= 0:  # root: a user namespace would map the sandbox to uid 0, which RLIMIT_NPROC spares
         args += [
             "--unshare-ipc",
@@ -269,7 +271,7 @@ def _run_sandboxed(args: argparse.Namespace, limits: Limits, env: dict[str, str]
         os.set_inheritable(info_into, True)
     told = ["--info-fd", str(info_into)] if args.rw else []
     command = [
-        *_bwrap_args(bwrap, args.scratch, args.rw, limits, uid),
+        *_bwrap_args(bwrap, args.scratch, args.rw, limits, uid, args.init),
         *told,
         boot.python(),
         "-I",
@@ -327,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an environment variable")
     parser.add_argument("--no-sandbox", action="store_true", help="same limits and environment, no bubblewrap")
+    parser.add_argument(
+        "--init",
+        action="store_true",
+        help="the command is the sandbox's first process (PID 1), which no signal sent from inside it can end",
+    )
     parser.add_argument("argv", nargs="+", help="the command (after --)")
     args = parser.parse_args(argv)
     args.scratch = os.path.abspath(args.scratch)

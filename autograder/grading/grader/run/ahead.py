@@ -51,7 +51,8 @@ def key(job: Job) -> tuple[str, str, str]:
 
 
 def check_sandbox(job: Job, scratch: Path) -> Any:
-    """The command line builder of the independent check's child of ``job``, in ``scratch``."""
+    """The command line builder of the independent check's child of ``job``, in ``scratch``: the
+    sandbox's first process, so that the forks where its answers run cannot end it."""
 
     def wrap(argv: list[str]) -> list[str]:
         return bwrap.wrap(
@@ -61,6 +62,7 @@ def check_sandbox(job: Job, scratch: Path) -> Any:
             env={"NBGRADER_EXECUTION": "autograde"},
             enabled=job.sandbox,
             package=job.package,
+            init=True,
         )
 
     return wrap

@@ -40,10 +40,12 @@ def wrap(
     env: Mapping[str, str] | None = None,
     enabled: bool = True,
     package: str | Path | None = None,
+    init: bool = False,
 ) -> list[str]:
     """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
     ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
-    launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's)."""
+    launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's).
+    ``init``: ``argv`` is the sandbox's first process, which no signal from inside can end."""
     out = [
         *boot.command(LAUNCHER, package=package),
         "--scratch",
@@ -65,6 +67,8 @@ def wrap(
         out += ["--env", f"{key}={value}"]
     if not enabled:
         out.append("--no-sandbox")
+    if init:
+        out.append("--init")
     return [*out, "--", *argv]
 
 

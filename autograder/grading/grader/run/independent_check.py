@@ -173,10 +173,11 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
 
 
 class _Zygote:
-    """A sandboxed child where no student code runs: each carried-forward check runs in a fork
+    """A sandboxed process where no student code runs: each carried-forward check runs in a fork
     of it, so every one starts from the submission as loaded, never from what a call before it
-    left. Launched when the first exercise fails (it starts while the others are checked); a
-    fork that breaks the conversation takes it down, and the next check launches another."""
+    left. It is the check child itself, whose answers as written were checked in a fork of it
+    (``adopt``); where that parent is gone, a new child is launched. A fork that breaks the
+    conversation takes it down, and the next check launches another."""
 
     def __init__(self, launch: Callable[[], SandboxedChild]) -> None:
         self.launch_child, self.ready = launch, False
@@ -185,6 +186,19 @@ class _Zygote:
     def launch(self) -> None:
         if self.child is None:
             self.child, self.ready = self.launch_child(), False
+
+    def adopt(self, child: SandboxedChild) -> bool:
+        """End the fork of ``child`` where the answers as written were checked; its parent,
+        which ran no student code, becomes this zygote. False (``child`` closed) where the
+        parent does not reply as one that is cleaned up and warm."""
+        try:
+            if child.request({"op": "exit"}) == "ended" and child.request({"op": "warm"}) == "warm":
+                self.child, self.ready = child, True
+                return True
+        except Exception:  # a fork that broke its parent loses only what the parent would serve
+            pass
+        child.close()
+        return False
 
     def check(
         self, cells: list[str], given: list[str], grade_id: str, code: str, limit: float, *, mine: bool
@@ -219,6 +233,13 @@ class _Zygote:
         if self.child is not None:
             self.child.close()
             self.child = None
+
+
+def _carried(verdicts: dict[str, Verdict]) -> bool:
+    """Does an exercise fail after an earlier one failed (in the notebook's order): the only
+    case where error carried forward checks anything again?"""
+    failed = [not v.passed for v in verdicts.values()]
+    return any(failed[i] and any(failed[:i]) for i in range(len(failed)))
 
 
 def _carry_forward(
@@ -289,15 +310,17 @@ def recheck(
         timings["check child start"] = time.perf_counter() - start
     zygote = _Zygote(lambda: SandboxedChild(wrap, env, call_timeout, "zygote"))
     try:
+        if (
+            carry_forward and child.request({"op": "fork"}) != "forked"
+        ):  # the answers run in a fork: its parent stays pristine
+            raise wire.WireError("an unexpected reply to fork")
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})
         for grade_id, code in cells.items():
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("the independent check ran out of time")
             verdicts[grade_id] = _check(child, grade_id, code)
-            if carry_forward and not verdicts[grade_id].passed:
-                zygote.launch()  # a later exercise may need it
-        if carry_forward:
-            child.close()  # the answers as written are all checked: its memory goes before the forks'
+        if carry_forward and _carried(verdicts):
+            zygote.adopt(child)  # the fork's memory goes before the carried-forward forks'
             _carry_forward(zygote, source, submission, verdicts, cells, cell_timeout, deadline)
     except (wire.WireError, TimeoutError, OSError) as err:
         reason = (

@@ -165,7 +165,7 @@ def _sandboxed(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str,
     nbformat.write(nb, str(path))
 
     def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(argv, scratch=scratch, limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"})
+        return bwrap.wrap(argv, scratch=scratch, limits=Limits(), env={"NBGRADER_EXECUTION": "autograde"}, init=True)
 
     return recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True, **kwargs)
 
@@ -204,3 +204,63 @@ def test_a_fork_that_attacks_its_zygote_gets_nothing_and_breaks_nothing(tmp_path
     verdicts = _sandboxed(tmp_path, nb, call_timeout=20)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
     assert verdicts["test_mean_squared_error"].alone is False
+
+
+RELU_BOUND_MSE = (  # right exactly when relu is: (relu(d)^2 + relu(-d)^2) = d^2
+    "def mean_squared_error(pred, target):\n    d = pred - target\n    return (relu(d) ** 2 + relu(-d) ** 2).mean()\n"
+)
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The roles of every sandboxed child the independent check starts from now on."""
+    started: list[tuple[str, ...]] = []
+    real = recheck.SandboxedChild
+
+    def counting(wrap, env, timeout, *roles):
+        started.append(roles)
+        return real(wrap, env, timeout, *roles)
+
+    monkeypatch.setattr(recheck, "SandboxedChild", counting)
+    return started
+
+
+def test_the_check_child_is_the_zygote_of_its_carried_forward_checks(tmp_path: Path, monkeypatch) -> None:
+    """Under a wrong relu, is a mean_squared_error right with the solution's relu kept by error
+    carried forward, in forks of the one child whose fork ran the answers as written (no second
+    child started)?"""
+    started = _counted(monkeypatch)
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    verdicts = _sandboxed(tmp_path, nb)
+    assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
+    assert verdicts["test_mean_squared_error"].alone is True
+    assert started == [()]
+
+
+@pytest.mark.parametrize(
+    ("attack", "children"),
+    [
+        # the process its answers' fork came from, and every other: none ends the sandbox's first process
+        ("import os, signal\nfor pid in (os.getppid(), -1, 1):\n    os.kill(pid, signal.SIGKILL)", 1),
+        ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)", 1),
+        # the end of its fork refused: the carried-forward checks get a zygote of their own
+        ("import __main__\n__main__._EXIT = lambda status: None", 2),
+    ],
+)
+def test_answers_that_attack_their_forks_parent_lose_nothing_of_their_own(
+    tmp_path: Path, monkeypatch, attack: str, children: int
+) -> None:
+    """Does a submission whose last cell attacks the process its answers' fork came from still
+    get its verdicts as written and its carried-forward credit, from that process or, where the
+    fork would not end, from a zygote started afresh?"""
+    started = _counted(monkeypatch)
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    nb.cells.append(nbformat.v4.new_code_cell(attack))
+    verdicts = _sandboxed(tmp_path, nb, call_timeout=10)
+    assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
+    assert "check_relu failed" in verdicts["test_relu"].message
+    assert verdicts["test_mean_squared_error"].alone is True
+    assert started == [(), ("zygote",)][:children]
