@@ -37,6 +37,7 @@ COSTS: list[tuple[str, tuple[str, ...]]] = [
         ("grading", "service"),
     ),
     ("tests/grading/grader/output/test_gradebook.py::test_processes_take_turns", ("grading",)),
+    ("tests/grading/grader/output/test_gradebook.py::test_a_class_of_every_lab_records", ("grading",)),
     ("tests/grading/grader/run/test_ahead.py::test_a_job_whose_kernel_was_lost", ("grading",)),
     ("tests/grading/grader/run/test_bwrap.py", ("grading",)),
     ("tests/grading/grader/run/test_bwrap_probe.py", ("grading",)),

@@ -86,13 +86,27 @@ def nbgrader(root: Path, *args: str, check: bool = True, **kwargs) -> subprocess
 
 def generate(root: Path, lab: str, release_dir: str | Path | None = None, db_url: str | None = None) -> None:
     """nbgrader generate_assignment for one lab; it also records the lab's cells in the gradebook.
-    ``release_dir`` (absolute) writes the release elsewhere, leaving notebooks/ alone."""
+    ``release_dir`` (absolute) writes the release elsewhere, leaving notebooks/ alone. ``lab`` may
+    be nbgrader's pattern of several (``*``: every folder of solutions/)."""
     args = ["generate_assignment", lab, "--force"]
     if release_dir is not None:
         args.append(f"--CourseDirectory.release_directory={Path(release_dir).resolve()}")
     if db_url is not None:
         args.append(f"--CourseDirectory.db_url={db_url}")
     nbgrader(root, *args)
+
+
+def generate_all(
+    root: Path, names: list[str], release_dir: str | Path | None = None, db_url: str | None = None
+) -> None:
+    """``generate`` for each lab of ``names``: in one nbgrader process when they are every folder
+    of solutions/ (its pattern ``*``), else one lab at a time."""
+    folders = sorted(p.name for p in CourseLayout(root).solutions.iterdir() if p.is_dir())
+    if len(names) > 1 and sorted(names) == folders:
+        generate(root, "*", release_dir=release_dir, db_url=db_url)
+        return
+    for name in names:
+        generate(root, name, release_dir=release_dir, db_url=db_url)
 
 
 def release(root: Path, names: list[str] | None = None) -> list[Path]:
@@ -103,8 +117,5 @@ def release(root: Path, names: list[str] | None = None) -> list[Path]:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UnknownLab(f"no such lab in solutions/: {', '.join(unknown)} (labs: {', '.join(known)})")
-    out = []
-    for name in names:
-        generate(root, name)
-        out.append(CourseLayout(root).notebooks / name)
-    return out
+    generate_all(root, names)
+    return [CourseLayout(root).notebooks / name for name in names]

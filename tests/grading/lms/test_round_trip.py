@@ -60,7 +60,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with zipfile.ZipFile(download, "w") as zf:
         for name, nb in CLASS.items():
             zf.writestr(name, nbformat.writes(nb))
-    pipeline.grade(root, download, grading.Options(jobs=2, progress=False))
+    pipeline.grade(root, download, grading.Options(jobs=1, progress=False))
     return root
 
 

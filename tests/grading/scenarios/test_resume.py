@@ -78,7 +78,7 @@ def test_a_grading_killed_half_way_resumes_to_the_same_results(tmp_path: Path) -
     for student, nb in STUDENTS.items():
         submit(inbox, student, nb)
     alone = make_course(tmp_path / "alone")
-    pipeline.grade(alone, inbox, grading.Options(jobs=2, progress=False))
+    pipeline.grade(alone, inbox, grading.Options(jobs=1, progress=False))
     root = make_course(tmp_path / "course")
     killed = _grade(root, inbox)
     deadline = time.monotonic() + 240

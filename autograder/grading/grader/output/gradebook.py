@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import threading
 import warnings
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from autograder.grading.course import generate
+from autograder.grading.course import generate_all
 
 ADVISORY_KEY = 0x67726164656B  # the gradebook's advisory lock in PostgreSQL ("gradek")
 
@@ -148,11 +149,35 @@ def lock_for(db_url: str) -> str:
     return db_url if is_server(db_url) else ""
 
 
-def opened(db_url: str, course_id: str) -> Any:
-    """nbgrader's Gradebook on ``db_url`` (a context manager)."""
-    from nbgrader.api import Gradebook
+_nbgrader_alembic_version: Callable[[], str] | None = None  # nbgrader's own, once ``opened`` replaced it
 
-    return Gradebook(db_url, course_id)
+
+@functools.cache
+def alembic_head() -> str:
+    """The schema version nbgrader writes into a new gradebook: what its ``get_alembic_version``
+    reads from the ``alembic heads`` command (a Python process of its own), read here instead,
+    from the same migration scripts."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader import api
+
+    with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
+    if len(heads) != 1 and _nbgrader_alembic_version is not None:  # which one the command prints first is its own
+        return _nbgrader_alembic_version()
+    return str(heads[0])
+
+
+def opened(db_url: str, course_id: str) -> Any:
+    """nbgrader's Gradebook on ``db_url`` (a context manager). A new gradebook takes its schema
+    version from ``alembic_head``, not from a command started for it."""
+    global _nbgrader_alembic_version
+    from nbgrader import api
+
+    if api.get_alembic_version is not alembic_head:
+        _nbgrader_alembic_version = api.get_alembic_version
+        api.get_alembic_version = alembic_head
+    return api.Gradebook(db_url, course_id)
 
 
 def ensure_labs(root: Path, labs: list[str], db_url: str, course_id: str, scratch: Path) -> None:
@@ -168,8 +193,7 @@ def ensure_labs(root: Path, labs: list[str], db_url: str, course_id: str, scratc
                     missing.append(lab)
             except MissingEntry:
                 missing.append(lab)
-    for lab in missing:
-        generate(root, lab, release_dir=scratch / "release", db_url=db_url)
+    generate_all(root, missing, release_dir=scratch / "release", db_url=db_url)
 
 
 def record_zero(db_url: str, course_id: str, student: str, lab: str) -> None:

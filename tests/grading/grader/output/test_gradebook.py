@@ -5,6 +5,7 @@ same moment really take turns (what one holds, the other waits for), on both."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -84,3 +85,70 @@ def test_processes_take_turns_at_a_postgresql_gradebook(
     ins = sorted(t for _, what, t in events if what == "in")
     outs = sorted(t for _, what, t in events if what == "out")
     assert ins[1] < outs[0]  # without the lock they overlap: the turns above were the lock's doing
+
+
+def test_a_new_gradebook_records_the_version_the_alembic_command_names(tmp_path: Path, scripts_on_path: None) -> None:
+    """Is the schema version read in this process the one nbgrader's own ``alembic heads``
+    command names, and is it what a gradebook opened new records?"""
+    from nbgrader import api
+    from sqlalchemy import create_engine, text
+
+    command = gradebook._nbgrader_alembic_version or api.get_alembic_version
+    assert command is not gradebook.alembic_head
+    assert gradebook.alembic_head() == command()
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with gradebook.opened(url, "course"):
+        pass
+    assert api.get_alembic_version is gradebook.alembic_head
+    with create_engine(url).connect() as connection:
+        recorded = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    assert recorded == [command()]
+
+
+def _recorded(url: str) -> dict[str, dict[str, list[str]]]:
+    """Every lab in the gradebook at ``url``: its notebooks' graded and locked cells, by name."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, "course") as gb:
+        return {
+            a.name: {
+                nb.name: sorted(
+                    [f"grade {c.name} {c.max_score}" for c in nb.grade_cells]
+                    + [f"source {c.name} {c.checksum}" for c in nb.source_cells]
+                )
+                for nb in a.notebooks
+            }
+            for a in gb.assignments
+        }
+
+
+def test_a_class_of_every_lab_records_them_in_one_nbgrader_process(tmp_path: Path, monkeypatch) -> None:
+    """Does a new gradebook get every lab of the course, cell for cell as one nbgrader process a
+    lab records them, from a single nbgrader process?"""
+    from autograder.grading import course as course_module
+    from tests.grading.helpers import REPO
+
+    root = tmp_path / "course"
+    root.mkdir()
+    (root / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
+    for lab in ("00-warmup", "02-self-attention"):
+        (root / "solutions").mkdir(exist_ok=True)
+        shutil.copytree(REPO / "solutions" / lab, root / "solutions" / lab)
+    calls: list[tuple[str, ...]] = []
+    real = course_module.nbgrader
+
+    def counted(where: Path, *args: str, **kwargs):
+        calls.append(args)
+        return real(where, *args, **kwargs)
+
+    monkeypatch.setattr(course_module, "nbgrader", counted)
+    together = f"sqlite:///{tmp_path / 'together.db'}"
+    gradebook.ensure_labs(root, ["00-warmup", "02-self-attention"], together, "course", tmp_path / "s1")
+    assert [args[:2] for args in calls] == [("generate_assignment", "*")]
+    apart = f"sqlite:///{tmp_path / 'apart.db'}"
+    for lab in ("00-warmup", "02-self-attention"):
+        gradebook.ensure_labs(root, [lab], apart, "course", tmp_path / "s2")
+    assert [args[1] for args in calls[1:]] == ["00-warmup", "02-self-attention"]
+    recorded = _recorded(together)
+    assert set(recorded) == {"00-warmup", "02-self-attention"} and all(recorded.values())
+    assert recorded == _recorded(apart)
