@@ -16,9 +16,8 @@ environment, sets the resource limits and starts ``bwrap`` with:
   sockets made there; the launcher also stops the sandbox when they hold over
   ``MAX_ENTRIES`` files;
 - its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
-  outlives it (``--die-with-parent``; the PID namespace dies with its first process). With
-  ``--init`` the command is that first process (bwrap's ``--as-pid-1``), so no signal sent from
-  inside the sandbox ends it: the independent check's child, whose forks run student code.
+  outlives it (``--die-with-parent``; the PID namespace dies with its first process); ``--init``:
+  the command is that process (``--as-pid-1``), which no signal from inside ends (the check child).
 
 Limits: address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), largest file (RLIMIT_FSIZE), no
 core files, and processes (RLIMIT_NPROC, set inside the sandbox's own user namespace so it
@@ -321,19 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-seconds", type=int, default=Limits.cpu_seconds, help="CPU time of each process")
     parser.add_argument("--processes", type=int, default=Limits.processes, help="processes and threads in all")
     parser.add_argument("--file-mb", type=int, default=Limits.file_mb, help="largest file it may write, MiB")
-    parser.add_argument(
-        "--scratch-mb",
-        type=int,
-        default=Limits.scratch_mb,
-        help="size of the scratch folder, and of the rw folders together, MiB",
-    )
+    parser.add_argument("--scratch-mb", type=int, default=Limits.scratch_mb, help="scratch and rw folders in all, MiB")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an environment variable")
     parser.add_argument("--no-sandbox", action="store_true", help="same limits and environment, no bubblewrap")
-    parser.add_argument(
-        "--init",
-        action="store_true",
-        help="the command is the sandbox's first process (PID 1), which no signal sent from inside it can end",
-    )
+    parser.add_argument("--init", action="store_true", help="the command is the sandbox's PID 1 (see above)")
     parser.add_argument("argv", nargs="+", help="the command (after --)")
     args = parser.parse_args(argv)
     args.scratch = os.path.abspath(args.scratch)

@@ -34,12 +34,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autograder.grading.grader.job import Job
 from autograder.grading.grader.run import bwrap, kernelspec
-from autograder.grading.grader.run.independent_check import SandboxedChild
 from autograder.grading.grader.run.nbconfig import load_config
+
+if TYPE_CHECKING:  # imported when a child starts: a worker starts its first kernel before torch's import
+    from autograder.grading.grader.run.independent_check import SandboxedChild
 
 CALL_TIMEOUT = 120.0  # seconds a call to the child may take (``independent_check.recheck``'s default)
 
@@ -136,13 +138,20 @@ EXECUTE = ("nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Exe
 
 def runs_nbgrader_execute(config: Any) -> bool:
     """Does the course's autograde (``config``, nbgrader's) run nbgrader's ``Execute``, by name or
-    by class, so that ``execute_ahead.ExecuteAhead`` takes its place and the kernel started ahead?"""
-    from nbgrader.preprocessors import Execute
-
+    by class, so that ``execute_ahead.ExecuteAhead`` takes its place and the kernel started ahead?
+    (nbgrader is imported only for a list that names classes, not only dotted paths: a worker
+    starts its first kernel before it imports nbgrader.)"""
     section = config.Autograde
     if "autograde_preprocessors" not in section:
         return False
-    return any(item in EXECUTE or item is Execute for item in section.autograde_preprocessors)
+    items = list(section.autograde_preprocessors)
+    if any(isinstance(item, str) and item in EXECUTE for item in items):
+        return True
+    if all(isinstance(item, str) for item in items):
+        return False
+    from nbgrader.preprocessors import Execute
+
+    return any(item is Execute for item in items)
 
 
 def start(job: Job) -> None:
@@ -152,6 +161,8 @@ def start(job: Job) -> None:
     with contextlib.suppress(Exception):  # whatever fails here fails again, reported, when its job starts it
         _kernel(job, started)
     with contextlib.suppress(Exception):
+        from autograder.grading.grader.run.independent_check import SandboxedChild
+
         started.scratch = Path(tempfile.mkdtemp(prefix="recheck-", dir=job.scratch))
         started.child = SandboxedChild(check_sandbox(job, started.scratch), None, CALL_TIMEOUT)
 

@@ -6,6 +6,8 @@ in a folder of the pipeline's): it reads one ``Job`` (JSON) a line on stdin and 
 ``Result`` (JSON) a line on stdout, so nbgrader is imported once a worker. Both channels move to descriptors that no
 process it starts inherits; its stderr is a pipe the pipeline reads with a cap.
 A worker takes its turns at the gradebook (``gradebook.turns``) for as long as it serves.
+It imports little before its first line: the first job's kernel, started ahead, boots while the
+worker imports torch and nbgrader.
 """
 
 from __future__ import annotations
@@ -23,10 +25,7 @@ from pathlib import Path
 
 from autograder.grading.course import tool_env
 from autograder.grading.grader.job import Job, Result, Run, Submission
-from autograder.grading.grader.output import gradebook
-from autograder.grading.grader.run import ahead, steps
-from autograder.grading.grader.run.execute_ahead import use_kernel_started_ahead
-from autograder.grading.grader.run.independent_check import GraderError
+from autograder.grading.grader.run import ahead
 from autograder.grading.grader.run.nbconfig import load_config
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot
@@ -36,6 +35,9 @@ def run(job: Job) -> Result:
     """Grade ``job.lab`` for ``job.student``: the steps of ``steps.STEPS``, in order."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
+
+    from autograder.grading.grader.run import steps
+    from autograder.grading.grader.run.execute_ahead import use_kernel_started_ahead
 
     config = load_config(Path(job.root), job.config)
     if fresh := ahead.kernel_config(job, usable=use_kernel_started_ahead(config)):
@@ -241,6 +243,8 @@ def serve() -> None:
             job = Job.from_json(line)
             os.chdir(job.root)
             if job.lock and not locked:  # once a process: the first job that names the lock
+                from autograder.grading.grader.output import gradebook
+
                 stack.enter_context(gradebook.turns(job.lock))
                 locked = True
             answers.write("AUTOGRADER-RESULT " + _answer(job).to_json() + "\n")
@@ -250,6 +254,7 @@ def serve() -> None:
 def _answer(job: Job) -> Result:
     """What the pipeline gets for one job: the grading's result, or what stopped it."""
     from autograder.grading.grader.run import preflight
+    from autograder.grading.grader.run.independent_check import GraderError
 
     try:
         return preflight.run(job) if job.preflight else run(job)
