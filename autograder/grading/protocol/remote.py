@@ -184,6 +184,8 @@ class Connection:
             while True:
                 message, blobs = wire.receive(self.rfd, self.timeout)
                 if "op" not in message:
+                    if message.get("fork_ended") and document.get("op") != "exit":  # the fork serving it died
+                        raise wire.PeerGone("the process that served the request ended")
                     return message, blobs
                 self.serve(message, blobs)
                 del message, blobs  # not held while the next message is read

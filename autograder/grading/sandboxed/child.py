@@ -190,22 +190,32 @@ class ChildServer(Connection):
 
     def _fork(self) -> tuple[Any, dict, dict]:
         """Fork: the copy replies "forked" and serves until told to exit; this process waits for
-        it, kills whatever it left running, empties the scratch folder of what it wrote, and
-        replies "ended" (the reply to the copy's "exit"). Each fork starts as this one is."""
+        it (reaping the orphans that come back meanwhile), kills whatever it left running, empties
+        the scratch folder of what it wrote, and replies "ended", marked ``fork_ended`` (the reply
+        to the copy's "exit"; to any other request it says that the copy is gone). Each fork starts
+        as this one is. This process is not dumpable (no process of the sandbox reads or writes its
+        memory) and, as the sandbox's PID 1, has no handler a signal from inside could reach; each
+        copy gets back what a fresh child has."""
         if not self.pristine:
             raise ValueError("only a process where no student code ran may fork")
         if self.scratch is None:
-            ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
+            libc = ctypes.CDLL(None)
+            libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
             folder = _scratch()
             self.scratch = set(os.listdir(folder)) if folder else set()
+        ctypes.CDLL(None).prctl(4, 0)  # PR_SET_DUMPABLE: 0
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_DFL)
         pid = os.fork()
         if pid == 0:
+            ctypes.CDLL(None).prctl(4, 1)
+            signal.signal(signal.SIGINT, interrupt)
             self.pristine = False
             return "forked", {}, {}
-        os.waitpid(pid, 0)
+        while os.waitpid(-1, 0)[0] != pid:  # orphans of the fork are reaped as they end, as an init does
+            pass
         _end_descendants()
         _empty(_scratch(), self.scratch)
-        return "ended", {}, {}
+        return "ended", {"fork_ended": True}, {}
 
     def _call(self, target: Any, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         rng = blobs.pop("rng", None)

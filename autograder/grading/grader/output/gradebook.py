@@ -150,22 +150,27 @@ def lock_for(db_url: str) -> str:
 
 
 _nbgrader_alembic_version: Callable[[], str] | None = None  # nbgrader's own, once ``opened`` replaced it
+_replacing = threading.Lock()
 
 
 @functools.cache
 def alembic_head() -> str:
     """The schema version nbgrader writes into a new gradebook: what its ``get_alembic_version``
     reads from the ``alembic heads`` command (a Python process of its own), read here instead,
-    from the same migration scripts."""
+    from the same migration scripts. Where they have more than one head, which one the command
+    prints first is its own: then the command is asked."""
     from alembic.config import Config
     from alembic.script import ScriptDirectory
     from nbgrader import api
 
     with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
         heads = ScriptDirectory.from_config(Config(ini)).get_heads()
-    if len(heads) != 1 and _nbgrader_alembic_version is not None:  # which one the command prints first is its own
-        return _nbgrader_alembic_version()
-    return str(heads[0])
+    if len(heads) == 1:
+        return str(heads[0])
+    command = _nbgrader_alembic_version
+    if command is None or command is alembic_head:
+        raise RuntimeError(f"nbgrader's migrations have {len(heads)} heads and its own reading is not known")
+    return command()
 
 
 def opened(db_url: str, course_id: str) -> Any:
@@ -174,9 +179,10 @@ def opened(db_url: str, course_id: str) -> Any:
     global _nbgrader_alembic_version
     from nbgrader import api
 
-    if api.get_alembic_version is not alembic_head:
-        _nbgrader_alembic_version = api.get_alembic_version
-        api.get_alembic_version = alembic_head
+    with _replacing:
+        if api.get_alembic_version is not alembic_head:
+            _nbgrader_alembic_version = api.get_alembic_version
+            api.get_alembic_version = alembic_head
     return api.Gradebook(db_url, course_id)
 
 

@@ -54,7 +54,7 @@ def key(job: Job) -> tuple[str, str, str]:
 
 def check_sandbox(job: Job, scratch: Path) -> Any:
     """The command line builder of the independent check's child of ``job``, in ``scratch``: the
-    sandbox's first process, so that the forks where its answers run cannot end it."""
+    sandbox's PID 1 (``bwrap.wrap``'s ``init``), which runs the answers in forks of itself."""
 
     def wrap(argv: list[str]) -> list[str]:
         return bwrap.wrap(

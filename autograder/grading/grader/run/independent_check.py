@@ -173,11 +173,13 @@ def _check(child: SandboxedChild, grade_id: str, code: str) -> Verdict:
 
 
 class _Zygote:
-    """A sandboxed process where no student code runs: each carried-forward check runs in a fork
+    """A sandboxed process where no student code ran: each carried-forward check runs in a fork
     of it, so every one starts from the submission as loaded, never from what a call before it
-    left. It is the check child itself, whose answers as written were checked in a fork of it
-    (``adopt``); where that parent is gone, a new child is launched. A fork that breaks the
-    conversation takes it down, and the next check launches another."""
+    left. It is the check child itself once the fork where the answers as written were checked
+    has ended (``adopt``), else a child launched for it. A fork that breaks the conversation
+    takes it down, and the next check launches another. What answers for it is whatever answers
+    on its pipe: a fork that outlived its "exit" could answer in its place, as a carried-forward
+    fork could before; it gains at most what a right answer of its own would earn."""
 
     def __init__(self, launch: Callable[[], SandboxedChild]) -> None:
         self.launch_child, self.ready = launch, False
@@ -188,9 +190,9 @@ class _Zygote:
             self.child, self.ready = self.launch_child(), False
 
     def adopt(self, child: SandboxedChild) -> bool:
-        """End the fork of ``child`` where the answers as written were checked; its parent,
-        which ran no student code, becomes this zygote. False (``child`` closed) where the
-        parent does not reply as one that is cleaned up and warm."""
+        """End the fork of ``child`` where the answers as written were checked and make its parent,
+        the child, this zygote, warmed. False (``child`` closed; a child is launched when a check
+        needs one) when the replies to "exit" and "warm" are not those of a parent cleaned up."""
         try:
             if child.request({"op": "exit"}) == "ended" and child.request({"op": "warm"}) == "warm":
                 self.child, self.ready = child, True
@@ -308,12 +310,17 @@ def recheck(
         raise
     if timings is not None:
         timings["check child start"] = time.perf_counter() - start
+    try:  # the answers run in a fork: the child itself, the sandbox's PID 1, runs no student code
+        if child.request({"op": "fork"}) != "forked":
+            raise wire.WireError("an unexpected reply")
+    except Exception as err:
+        child.close()
+        raise GraderError(
+            f"the independent check's sandboxed child could not fork ({err}); this is the grader's fault, "
+            "not the submission's"
+        ) from err
     zygote = _Zygote(lambda: SandboxedChild(wrap, env, call_timeout, "zygote"))
     try:
-        if (
-            carry_forward and child.request({"op": "fork"}) != "forked"
-        ):  # the answers run in a fork: its parent stays pristine
-            raise wire.WireError("an unexpected reply to fork")
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})
         for grade_id, code in cells.items():
             if deadline is not None and time.monotonic() > deadline:

@@ -244,6 +244,7 @@ def test_the_check_child_is_the_zygote_of_its_carried_forward_checks(tmp_path: P
         # the process its answers' fork came from, and every other: none ends the sandbox's first process
         ("import os, signal\nfor pid in (os.getppid(), -1, 1):\n    os.kill(pid, signal.SIGKILL)", 1),
         ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)", 1),
+        ("import os, signal\nos.kill(os.getppid(), signal.SIGINT)", 1),
         # the end of its fork refused: the carried-forward checks get a zygote of their own
         ("import __main__\n__main__._EXIT = lambda status: None", 2),
     ],
@@ -264,3 +265,41 @@ def test_answers_that_attack_their_forks_parent_lose_nothing_of_their_own(
     assert "check_relu failed" in verdicts["test_relu"].message
     assert verdicts["test_mean_squared_error"].alone is True
     assert started == [(), ("zygote",)][:children]
+
+
+def test_a_fork_that_ends_itself_is_the_submissions_failure(tmp_path: Path, monkeypatch) -> None:
+    """Is a submission whose cell kills its own process (the fork its answers run in) failed as
+    one whose process broke off, every exercise alike, with no carried-forward check run?"""
+    started = _counted(monkeypatch)
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    nb.cells.append(nbformat.v4.new_code_cell("import os\nos.kill(os.getpid(), 9)"))
+    verdicts = _sandboxed(tmp_path, nb, call_timeout=20)
+    assert {v.message for v in verdicts.values()} == {
+        "the submission's process broke off (the process that served the request ended)"
+    }
+    assert started == [()]
+
+
+PROBES = {
+    # background processes end as orphans: reaped as they end, they never fill the process limit
+    "spawned": "import os\nfine = all(os.system('true &') == 0 for _ in range(80))",
+    # the sandbox's PID 1, where no student code runs, is not open to its forks
+    "parents memory": (
+        "import os\ntry:\n    open(f'/proc/{os.getppid()}/mem', 'rb').close()\n    fine = False\n"
+        "except OSError:\n    fine = True"
+    ),
+}
+
+
+@pytest.mark.parametrize("probe", list(PROBES))
+def test_the_fork_of_the_answers_runs_as_a_fresh_child_would(tmp_path: Path, probe: str) -> None:
+    """Is a relu right only where the probe finds what a fresh child would (its background
+    processes all started, its parent's memory closed to it) passed?"""
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = (
+        PROBES[probe] + "\n\ndef relu(x):\n    return torch.where(x > 0, x, torch.zeros_like(x)) if fine else x\n"
+    )
+    verdicts = _sandboxed(tmp_path, nb, call_timeout=60)
+    assert verdicts["test_relu"].passed, verdicts["test_relu"].message
