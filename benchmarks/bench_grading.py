@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.pop("AUTOGRADER_CHECKED", None)  # the first grading pays the start-up check, whoever runs this
+if "--smoke" not in sys.argv[1:]:  # the first grading pays the start-up check, whoever runs this
+    os.environ.pop("AUTOGRADER_CHECKED", None)  # (a smoke run, whose numbers mean nothing, may find it done)
 
 import nbformat
 
