@@ -4,9 +4,9 @@ it (ARCHITECTURE.md, "Trust model of grading"). Nothing here decides a point.
     launcher    ``python -m autograder.grading.sandboxed.launcher``: sets the limits, starts
                 bubblewrap and caps what comes out (trusted, but the parent of what it runs)
     kernel      the grading kernel (ipykernel), started by the kernelspec in the sandbox
-    child       the independent check's child: runs the submission's cells (in a fork of it, when
-                error is carried forward), answers calls; as a zygote, forks a fresh copy for each
-                carried-forward check
+    child       the independent check's child: runs none of the submission's code itself; the
+                cells run in a fork of it, which answers calls; as a zygote, it forks a fresh copy
+                for each carried-forward check
     carry       error carried forward in such a fork: earlier wrong answers' calls answered by the
                 solution or by the student's own functions, the two forks alike
 

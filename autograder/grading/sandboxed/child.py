@@ -1,5 +1,6 @@
-"""The sandboxed child of the independent check: it runs a submission's code cells, then
-answers the grader's calls on what they defined, and nothing else.
+"""The sandboxed child of the independent check: a fork of it runs a submission's code cells,
+then answers the grader's calls on what they defined, and nothing else; the child itself runs
+none of them, and may then fork again for each carried-forward check (a zygote).
 
 Started by the grader's independent check (``grader.run.independent_check``) as
 ``python -m autograder.grading.sandboxed.child RFD WFD``
@@ -16,6 +17,7 @@ import contextlib
 import ctypes
 import importlib
 import os
+import select
 import shutil
 import signal
 import sys
@@ -156,14 +158,14 @@ class ChildServer(Connection):
                 {},
                 {},
             )
-        if op == "fork":  # error carried forward: a copy of this process, where no student code ran yet
+        if op == "fork":  # a copy of this process, where no student code ran yet: it will run some
             return self._fork()
         if op == "warm":  # a zygote-to-be, before its carried-forward forks
             if not self.pristine:
                 raise ValueError("only a process where no student code ran may warm")
             warm()
             return "warm", {}, {}
-        if op == "exit":  # the end of a fork: its parent (the zygote) replies once it is cleaned up
+        if op == "exit":  # the end of a fork: its parent, this child, replies once it is cleaned up
             _EXIT(0)
         if op == "bind":  # error carried forward, in a fork: earlier wrong answers answered by the solution
             limit = float(message.get("limit", 30))
@@ -195,7 +197,7 @@ class ChildServer(Connection):
         to the copy's "exit"; to any other request it says that the copy is gone). Each fork starts
         as this one is. This process is not dumpable (no process of the sandbox reads or writes its
         memory) and, as the sandbox's PID 1, has no handler a signal from inside could reach; each
-        copy gets back what a fresh child has."""
+        copy is made dumpable again and gets its SIGINT handler back."""
         if not self.pristine:
             raise ValueError("only a process where no student code ran may fork")
         if self.scratch is None:
@@ -211,11 +213,32 @@ class ChildServer(Connection):
             signal.signal(signal.SIGINT, interrupt)
             self.pristine = False
             return "forked", {}, {}
-        while os.waitpid(-1, 0)[0] != pid:  # orphans of the fork are reaped as they end, as an init does
-            pass
+        self._wait_for(pid)
         _end_descendants()
         _empty(_scratch(), self.scratch)
         return "ended", {"fork_ended": True}, {}
+
+    def _wait_for(self, pid: int) -> None:
+        """Wait for the fork ``pid``, reaping the orphans that come back meanwhile, as an init
+        does; if the grader closes its end of the reply pipe first, end every process of the
+        sandbox and this one (as the sandbox's PID 1, this process would outlive its launcher)."""
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(self.wfd, select.POLLERR)  # reported once the grader's end is closed
+        try:
+            while True:
+                reaped = os.waitpid(-1, os.WNOHANG)[0]
+                if reaped == pid:
+                    return
+                if reaped:  # an orphan: reap the next at once
+                    continue
+                if any(fd == self.wfd for fd, _ in poller.poll(50)):
+                    with contextlib.suppress(OSError):
+                        os.kill(-1, signal.SIGKILL)
+                    _EXIT(1)
+        finally:
+            os.close(pidfd)
 
     def _call(self, target: Any, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         rng = blobs.pop("rng", None)
@@ -257,7 +280,8 @@ class ChildServer(Connection):
 
 
 def main(argv: list[str]) -> None:
-    """``RFD WFD [zygote]``: a zygote (forked for error carried forward) imports ahead."""
+    """``RFD WFD [zygote]``: a zygote launched for error carried forward imports ahead (a check
+    child that becomes one imports the same on ``warm``)."""
     rfd, wfd = int(argv[0]), int(argv[1])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

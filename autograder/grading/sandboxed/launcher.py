@@ -17,7 +17,8 @@ environment, sets the resource limits and starts ``bwrap`` with:
   ``MAX_ENTRIES`` files;
 - its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
   outlives it (``--die-with-parent``; the PID namespace dies with its first process); ``--init``:
-  the command is that process (``--as-pid-1``), reached from inside only by signals it handles.
+  the command is that process (``--as-pid-1``), reached from inside only by signals it handles;
+  it must end itself once its caller is gone (``sandboxed.child`` does).
 
 Limits: address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), largest file (RLIMIT_FSIZE), no
 core files, and processes (RLIMIT_NPROC, set inside the sandbox's own user namespace so it

@@ -157,8 +157,8 @@ _replacing = threading.Lock()
 def alembic_head() -> str:
     """The schema version nbgrader writes into a new gradebook: what its ``get_alembic_version``
     reads from the ``alembic heads`` command (a Python process of its own), read here instead,
-    from the same migration scripts. Where they have more than one head, which one the command
-    prints first is its own: then the command is asked."""
+    from the same migration scripts. With more than one head, the one the command prints first is
+    alembic's choice, so the command is run (known once ``opened`` replaced it; else an error)."""
     from alembic.config import Config
     from alembic.script import ScriptDirectory
     from nbgrader import api

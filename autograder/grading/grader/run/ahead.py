@@ -139,7 +139,7 @@ EXECUTE = ("nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Exe
 def runs_nbgrader_execute(config: Any) -> bool:
     """Does the course's autograde (``config``, nbgrader's) run nbgrader's ``Execute``, by name or
     by class, so that ``execute_ahead.ExecuteAhead`` takes its place and the kernel started ahead?
-    (nbgrader is imported only for a list that names classes, not only dotted paths: a worker
+    (nbgrader is imported only when no name matched and the list holds a class: a worker
     starts its first kernel before it imports nbgrader.)"""
     section = config.Autograde
     if "autograde_preprocessors" not in section:

@@ -45,7 +45,7 @@ def wrap(
     """The command line that runs ``argv`` in the sandbox, in ``scratch``, with ``rw`` writable;
     ``enabled=False`` keeps the environment and limits but not the sandbox (--no-sandbox). The
     launcher imports (and mounts) the ``autograder`` of ``package`` (default: this process's).
-    ``init``: ``argv`` is the sandbox's PID 1, to which a signal from inside comes only where it
+    ``init``: with the sandbox, ``argv`` is its PID 1, to which a signal from inside comes only where it
     set a handler for it (``sandboxed.child`` sets none while its forks run student code)."""
     out = [
         *boot.command(LAUNCHER, package=package),

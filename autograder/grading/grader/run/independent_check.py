@@ -178,8 +178,9 @@ class _Zygote:
     left. It is the check child itself once the fork where the answers as written were checked
     has ended (``adopt``), else a child launched for it. A fork that breaks the conversation
     takes it down, and the next check launches another. What answers for it is whatever answers
-    on its pipe: a fork that outlived its "exit" could answer in its place, as a carried-forward
-    fork could before; it gains at most what a right answer of its own would earn."""
+    on its pipe: a fork told to exit can instead reply "ended" and "warm" itself and answer the
+    carried-forward checks, as a carried-forward fork can; it earns no more than right answers
+    would."""
 
     def __init__(self, launch: Callable[[], SandboxedChild]) -> None:
         self.launch_child, self.ready = launch, False
@@ -197,7 +198,7 @@ class _Zygote:
             if child.request({"op": "exit"}) == "ended" and child.request({"op": "warm"}) == "warm":
                 self.child, self.ready = child, True
                 return True
-        except Exception:  # a fork that broke its parent loses only what the parent would serve
+        except Exception:  # whatever the fork did: this child is closed, and the checks get one launched for them
             pass
         child.close()
         return False
@@ -279,6 +280,25 @@ def _carry_forward(
             wrong.append(grade_id)
 
 
+def _forked(child: SandboxedChild) -> None:
+    """Wait for ``child``'s first reply, then fork it (the answers run in the fork; the child, in
+    the sandbox its PID 1, runs none). Either failing is the grader's error, not the student's."""
+    try:
+        child.hello()
+    except GraderError:
+        child.close()
+        raise
+    try:
+        if child.request({"op": "fork"}) != "forked":
+            raise wire.WireError("an unexpected reply")
+    except Exception as err:
+        child.close()
+        raise GraderError(
+            f"the independent check's sandboxed child could not fork ({err}); this is the grader's fault, "
+            "not the submission's"
+        ) from err
+
+
 def recheck(
     source: Path,
     submission: Path,
@@ -303,22 +323,9 @@ def recheck(
     verdicts: dict[str, Verdict] = {}
     start = time.perf_counter()
     child = child or SandboxedChild(wrap, env, call_timeout)
-    try:
-        child.hello()
-    except GraderError:
-        child.close()
-        raise
+    _forked(child)
     if timings is not None:
         timings["check child start"] = time.perf_counter() - start
-    try:  # the answers run in a fork: the child itself, the sandbox's PID 1, runs no student code
-        if child.request({"op": "fork"}) != "forked":
-            raise wire.WireError("an unexpected reply")
-    except Exception as err:
-        child.close()
-        raise GraderError(
-            f"the independent check's sandboxed child could not fork ({err}); this is the grader's fault, "
-            "not the submission's"
-        ) from err
     zygote = _Zygote(lambda: SandboxedChild(wrap, env, call_timeout, "zygote"))
     try:
         child.request({"op": "load", "cells": answer_cells(submission), "limit": cell_timeout})

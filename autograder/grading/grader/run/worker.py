@@ -6,7 +6,7 @@ in a folder of the pipeline's): it reads one ``Job`` (JSON) a line on stdin and 
 ``Result`` (JSON) a line on stdout, so nbgrader is imported once a worker. Both channels move to descriptors that no
 process it starts inherits; its stderr is a pipe the pipeline reads with a cap.
 A worker takes its turns at the gradebook (``gradebook.turns``) for as long as it serves.
-It imports little before its first line: the first job's kernel, started ahead, boots while the
+It imports little before it reads its first line: the first job's kernel, started ahead, boots while the
 worker imports torch and nbgrader.
 """
 

@@ -14,7 +14,7 @@ from autograder.grading.course import labs
 from autograder.grading.grader.run import bwrap
 from autograder.grading.grader.run import independent_check as recheck
 from autograder.grading.protocol.confinement import Limits
-from tests.grading.helpers import LAB, REPO, answered, index_of, released, with_cell
+from tests.grading.helpers import LAB, REPO, answered, index_of, processes_with, released, with_cell
 
 ENV = dict(os.environ, NBGRADER_EXECUTION="autograde", MPLBACKEND="Agg", OMP_NUM_THREADS="1")
 SOURCE = REPO / "solutions" / LAB / f"{LAB}.ipynb"
@@ -156,6 +156,14 @@ ONCE_WRONG = (  # right from its second run on, in this process or, by a file it
 )
 
 
+def _under_a_wrong_relu(mean_squared_error: str) -> nbformat.NotebookNode:
+    """The warm-up lab with relu the identity (wrong) and ``mean_squared_error`` as its answer."""
+    nb = released()
+    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
+    nb.cells[index_of(nb, "mean_squared_error")].source = mean_squared_error
+    return nb
+
+
 def _sandboxed(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str, recheck.Verdict]:
     """The verdicts with error carried forward, the children in the sandbox as grading runs them."""
     problem = bwrap.probe()
@@ -174,9 +182,7 @@ def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_pat
     """Under a wrong relu, is a mean_squared_error that is right only once a file it writes
     exists given no credit (each fork of the sandboxed zygote starts without what an earlier one
     wrote), while a relu-independent wrong answer's failure stays its own?"""
-    nb = released()
-    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
-    nb.cells[index_of(nb, "mean_squared_error")].source = ONCE_WRONG
+    nb = _under_a_wrong_relu(ONCE_WRONG)
     verdicts = _sandboxed(tmp_path, nb)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
     assert verdicts["test_mean_squared_error"].alone is False
@@ -229,9 +235,7 @@ def test_the_check_child_is_the_zygote_of_its_carried_forward_checks(tmp_path: P
     carried forward, in forks of the one child whose fork ran the answers as written (no second
     child started)?"""
     started = _counted(monkeypatch)
-    nb = released()
-    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
-    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    nb = _under_a_wrong_relu(RELU_BOUND_MSE)
     verdicts = _sandboxed(tmp_path, nb)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
     assert verdicts["test_mean_squared_error"].alone is True
@@ -256,9 +260,7 @@ def test_answers_that_attack_their_forks_parent_lose_nothing_of_their_own(
     get its verdicts as written and its carried-forward credit, from that process or, where the
     fork would not end, from a zygote started afresh?"""
     started = _counted(monkeypatch)
-    nb = released()
-    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
-    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    nb = _under_a_wrong_relu(RELU_BOUND_MSE)
     nb.cells.append(nbformat.v4.new_code_cell(attack))
     verdicts = _sandboxed(tmp_path, nb, call_timeout=10)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
@@ -271,9 +273,7 @@ def test_a_fork_that_ends_itself_is_the_submissions_failure(tmp_path: Path, monk
     """Is a submission whose cell kills its own process (the fork its answers run in) failed as
     one whose process broke off, every exercise alike, with no carried-forward check run?"""
     started = _counted(monkeypatch)
-    nb = released()
-    nb.cells[index_of(nb, "relu")].source = "def relu(x):\n    return x\n"
-    nb.cells[index_of(nb, "mean_squared_error")].source = RELU_BOUND_MSE
+    nb = _under_a_wrong_relu(RELU_BOUND_MSE)
     nb.cells.append(nbformat.v4.new_code_cell("import os\nos.kill(os.getpid(), 9)"))
     verdicts = _sandboxed(tmp_path, nb, call_timeout=20)
     assert {v.message for v in verdicts.values()} == {
@@ -303,3 +303,32 @@ def test_the_fork_of_the_answers_runs_as_a_fresh_child_would(tmp_path: Path, pro
     )
     verdicts = _sandboxed(tmp_path, nb, call_timeout=60)
     assert verdicts["test_relu"].passed, verdicts["test_relu"].message
+
+
+def test_a_child_closed_while_its_fork_sleeps_leaves_no_process(tmp_path: Path) -> None:
+    """Does closing a check child whose fork ignores its alarm and sleeps (so that neither ends on
+    its own) end every process of its sandbox, as root too (where the sandbox changes its uid)?"""
+    problem = bwrap.probe()
+    if problem is not None:
+        pytest.skip(f"bubblewrap cannot run here: {problem}")
+    marker = f"600.{os.getpid()}"  # a sleep of its own, found by its command line
+
+    def wrap(argv: list[str]) -> list[str]:
+        return bwrap.wrap(argv, scratch=tmp_path / "scratch", limits=Limits(), init=True)
+
+    child = recheck.SandboxedChild(wrap, None, 5.0)
+    try:
+        child.hello()
+        assert child.request({"op": "fork"}) == "forked"
+        cell = (
+            "import signal, subprocess, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+            f"subprocess.Popen(['sleep', '{marker}'])\ntime.sleep(600)"
+        )
+        with pytest.raises(TimeoutError):
+            child.request({"op": "load", "cells": [cell], "limit": 30})
+    finally:
+        child.close()
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(marker) == []
