@@ -223,8 +223,13 @@ class ChildServer(Connection):
         does; if the grader closes its end of the reply pipe first, end every process of the
         sandbox and this one (as the sandbox's PID 1, this process would outlive its launcher)."""
         pidfd = os.pidfd_open(pid)
+        woken, wake = os.pipe()  # an orphan's end (SIGCHLD) wakes the wait below
+        os.set_blocking(wake, False)
+        before = signal.set_wakeup_fd(wake)
+        handler = signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
+        for fd in (pidfd, woken):
+            poller.register(fd, select.POLLIN)
         poller.register(self.wfd, select.POLLERR)  # reported once the grader's end is closed
         try:
             while True:
@@ -233,12 +238,18 @@ class ChildServer(Connection):
                     return
                 if reaped:  # an orphan: reap the next at once
                     continue
-                if any(fd == self.wfd for fd, _ in poller.poll(50)):
+                events = dict(poller.poll(1000))
+                if self.wfd in events:
                     with contextlib.suppress(OSError):
                         os.kill(-1, signal.SIGKILL)
                     _EXIT(1)
+                if woken in events:
+                    os.read(woken, 4096)
         finally:
-            os.close(pidfd)
+            signal.signal(signal.SIGCHLD, handler)
+            signal.set_wakeup_fd(before)
+            for fd in (pidfd, woken, wake):
+                os.close(fd)
 
     def _call(self, target: Any, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         rng = blobs.pop("rng", None)
