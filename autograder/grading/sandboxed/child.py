@@ -50,6 +50,16 @@ def _python(source: str) -> str:
         return source
 
 
+def _compiled(source: str, name: str) -> Any:
+    """The cell's code. A cell that is Python already is compiled as it is: IPython's transforms
+    change only lines that are not Python (magics, shell escapes, help), so the code is the one
+    ``_python`` would give, and IPython is not imported."""
+    try:
+        return compile(source, name, "exec")
+    except SyntaxError:
+        return compile(_python(source), name, "exec")
+
+
 def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | None]:
     """Run the cells in order like a kernel that goes on after an error; the error of each."""
     errors: list[str | None] = []
@@ -57,7 +67,7 @@ def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | Non
     for i, source in enumerate(cells):
         try:
             signal.setitimer(signal.ITIMER_REAL, limit)
-            exec(compile(_python(source), f"<cell {i + 1}>", "exec"), namespace)  # sandboxed
+            exec(_compiled(source, f"<cell {i + 1}>"), namespace)  # sandboxed
             errors.append(None)
         except BaseException as err:  # SystemExit and timeouts included
             errors.append(f"{type(err).__name__}: {err}"[:300])
@@ -78,12 +88,15 @@ def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
 
 
 _EXIT = os._exit  # taken before any student code: a fork's answers cannot keep it alive
+_LIBC = ctypes.CDLL(None)  # for prctl: one handle, taken before any student code
 WARM = ("matplotlib.pyplot", "autograder.reference", "autograder.data", "autograder.checks")
 
 
 def warm() -> None:
-    """Import what every fork would import again (a zygote's, before any student code)."""
-    _python("pass")
+    """Import what every fork would import again (every lab's cells import pyplot, some the
+    course's reference and data; the checks' scenarios come from autograder.checks), once, at the
+    child's start, before any student code: a child started ahead of its job does this while
+    another job is graded, and each fork finds them loaded."""
     for module in WARM:
         with contextlib.suppress(Exception):  # only time is at stake
             importlib.import_module(module)
@@ -160,10 +173,9 @@ class ChildServer(Connection):
             )
         if op == "fork":  # a copy of this process, where no student code ran yet: it will run some
             return self._fork()
-        if op == "warm":  # a zygote-to-be, before its carried-forward forks
+        if op == "warm":  # a zygote-to-be, before its carried-forward forks (warm since its start)
             if not self.pristine:
                 raise ValueError("only a process where no student code ran may warm")
-            warm()
             return "warm", {}, {}
         if op == "exit":  # the end of a fork: its parent, this child, replies once it is cleaned up
             _EXIT(0)
@@ -201,15 +213,14 @@ class ChildServer(Connection):
         if not self.pristine:
             raise ValueError("only a process where no student code ran may fork")
         if self.scratch is None:
-            libc = ctypes.CDLL(None)
-            libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
+            _LIBC.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
             folder = _scratch()
             self.scratch = set(os.listdir(folder)) if folder else set()
-        ctypes.CDLL(None).prctl(4, 0)  # PR_SET_DUMPABLE: 0
+        _LIBC.prctl(4, 0)  # PR_SET_DUMPABLE: 0
         interrupt = signal.signal(signal.SIGINT, signal.SIG_DFL)
         pid = os.fork()
         if pid == 0:
-            ctypes.CDLL(None).prctl(4, 1)
+            _LIBC.prctl(4, 1)
             signal.signal(signal.SIGINT, interrupt)
             self.pristine = False
             return "forked", {}, {}
@@ -291,15 +302,14 @@ class ChildServer(Connection):
 
 
 def main(argv: list[str]) -> None:
-    """``RFD WFD [zygote]``: a zygote launched for error carried forward imports ahead (a check
-    child that becomes one imports the same on ``warm``)."""
+    """``RFD WFD [zygote]`` (``zygote``: launched for error carried forward; it starts as any
+    child does, warm, and is told so only to tell the two apart in the grader's tests)."""
     rfd, wfd = int(argv[0]), int(argv[1])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    if argv[2:] == ["zygote"]:
-        warm()
+    warm()
     ChildServer(rfd, wfd).run()
 
 

@@ -192,8 +192,8 @@ class _Zygote:
 
     def adopt(self, child: SandboxedChild) -> bool:
         """End the fork of ``child`` where the answers as written were checked and make its parent,
-        the child, this zygote, warmed. False (``child`` closed; a child is launched when a check
-        needs one) when the replies to "exit" and "warm" are not those of a parent cleaned up."""
+        the child (warm since its start), this zygote. False (``child`` closed; a child is launched
+        when a check needs one) when the replies to "exit" and "warm" are not a clean parent's."""
         try:
             if child.request({"op": "exit"}) == "ended" and child.request({"op": "warm"}) == "warm":
                 self.child, self.ready = child, True

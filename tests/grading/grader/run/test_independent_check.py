@@ -290,13 +290,16 @@ PROBES = {
         "import os\ntry:\n    open(f'/proc/{os.getppid()}/mem', 'rb').close()\n    fine = False\n"
         "except OSError:\n    fine = True"
     ),
+    # what every lab's cells import was loaded before any student code, and a cell that is Python
+    # already ran without IPython's transforms
+    "warm": "import sys\nfine = 'matplotlib.pyplot' in sys.modules and 'IPython' not in sys.modules",
 }
 
 
 @pytest.mark.parametrize("probe", list(PROBES))
 def test_the_fork_of_the_answers_runs_as_a_fresh_child_would(tmp_path: Path, probe: str) -> None:
     """Is a relu right only where the probe finds what a fresh child would (its background
-    processes all started, its parent's memory closed to it) passed?"""
+    processes all started, its parent's memory closed to it, pyplot loaded, IPython not) passed?"""
     nb = released()
     nb.cells[index_of(nb, "relu")].source = (
         PROBES[probe] + "\n\ndef relu(x):\n    return torch.where(x > 0, x, torch.zeros_like(x)) if fine else x\n"
