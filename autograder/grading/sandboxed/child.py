@@ -50,16 +50,6 @@ def _python(source: str) -> str:
         return source
 
 
-def _compiled(source: str, name: str) -> Any:
-    """The cell's code. A cell that is Python already is compiled as it is: IPython's transforms
-    change only lines that are not Python (magics, shell escapes, help), so the code is the one
-    ``_python`` would give, and IPython is not imported."""
-    try:
-        return compile(source, name, "exec")
-    except SyntaxError:
-        return compile(_python(source), name, "exec")
-
-
 def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | None]:
     """Run the cells in order like a kernel that goes on after an error; the error of each."""
     errors: list[str | None] = []
@@ -67,7 +57,10 @@ def run_cells(cells: list[str], namespace: dict, limit: float) -> list[str | Non
     for i, source in enumerate(cells):
         try:
             signal.setitimer(signal.ITIMER_REAL, limit)
-            exec(_compiled(source, f"<cell {i + 1}>"), namespace)  # sandboxed
+            # as the kernel compiles it: not under this module's ``from __future__`` (annotations are
+            # evaluated where they stand), after IPython's transforms (prompts stripped, even in strings)
+            code = compile(_python(source), f"<cell {i + 1}>", "exec", dont_inherit=True)
+            exec(code, namespace)  # sandboxed
             errors.append(None)
         except BaseException as err:  # SystemExit and timeouts included
             errors.append(f"{type(err).__name__}: {err}"[:300])
@@ -89,14 +82,24 @@ def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
 
 _EXIT = os._exit  # taken before any student code: a fork's answers cannot keep it alive
 _LIBC = ctypes.CDLL(None)  # for prctl: one handle, taken before any student code
-WARM = ("matplotlib.pyplot", "autograder.reference", "autograder.data", "autograder.checks")
+# what every fork would import again: IPython's transforms of each cell, and what pyplot, which
+# every lab's cells import, is made of (not pyplot itself: once it is loaded, a cell's
+# ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a display);
+# the course's checks, reference and data are loaded already (``ChildServer``'s sentinels)
+WARM = (
+    "IPython.core.inputtransformer2",
+    "matplotlib.figure",
+    "matplotlib.font_manager",
+    "matplotlib.backends.backend_agg",
+    "autograder.reference",
+    "autograder.data",
+    "autograder.checks",
+)
 
 
 def warm() -> None:
-    """Import what every fork would import again (every lab's cells import pyplot, some the
-    course's reference and data; the checks' scenarios come from autograder.checks), once, at the
-    child's start, before any student code: a child started ahead of its job does this while
-    another job is graded, and each fork finds them loaded."""
+    """Import ``WARM``, once, at the child's start, before any student code: a child started
+    ahead of its job does this while another job is graded, and each fork finds them loaded."""
     for module in WARM:
         with contextlib.suppress(Exception):  # only time is at stake
             importlib.import_module(module)
@@ -151,14 +154,17 @@ def _end_descendants() -> None:
 class ChildServer(Connection):
     """The child's side: loads the cells, serves ``global``, ``getattr`` and ``call``."""
 
-    def __init__(self, rfd: int, wfd: int) -> None:
+    def __init__(self, rfd: int, wfd: int, scratch: set[str] | None = None) -> None:
         super().__init__(rfd, wfd, trusting=True)
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
         from autograder.checks.kit.sentinels import forbidden  # before the submission's cells are loaded
 
         self.forbidden = forbidden
         self.pristine = True  # no student code has run here: this process may be forked
-        self.scratch: set[str] | None = None  # what its scratch folder held before the first fork
+        # what its scratch folder held before anything wrote there (``main``: before ``warm``
+        # wrote matplotlib's caches, so that a fork's files inside them go too); else at the first fork
+        self.scratch = scratch
+        self.reaping = False  # whether orphans of its forks come back to it
 
     def handle(self, message: dict, blobs: dict[str, torch.Tensor]) -> tuple[Any, dict, dict]:
         op = message.get("op")
@@ -212,8 +218,10 @@ class ChildServer(Connection):
         copy is made dumpable again and gets its SIGINT handler back."""
         if not self.pristine:
             raise ValueError("only a process where no student code ran may fork")
-        if self.scratch is None:
+        if not self.reaping:
             _LIBC.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a fork come back here
+            self.reaping = True
+        if self.scratch is None:
             folder = _scratch()
             self.scratch = set(os.listdir(folder)) if folder else set()
         _LIBC.prctl(4, 0)  # PR_SET_DUMPABLE: 0
@@ -309,8 +317,10 @@ def main(argv: list[str]) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    folder = _scratch()
+    before = set(os.listdir(folder)) if folder else set()  # before warm() writes matplotlib's caches there
     warm()
-    ChildServer(rfd, wfd).run()
+    ChildServer(rfd, wfd, before).run()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """The grading kernel itself: ipykernel, started in the sandbox by the kernelspec that
 ``run.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
 The sandbox launcher has set its limits already; this module only cuts the descriptors
-student code could otherwise reach, and imports torch and pyplot before the kernel answers."""
+student code could otherwise reach, and imports torch and what pyplot is made of before the
+kernel answers."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -16,17 +18,22 @@ def main(argv: list[str]) -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]
-    # every lab imports torch in its first cells, and pyplot for its plots: imported here, before
-    # the kernel answers, they are ready when a kernel started ahead of its job gets the notebook
-    # (``grader.run.ahead``). So they are loaded before any student code: a variable a notebook
-    # sets for their import comes late. pyplot comes once the shell exists, as from a cell (the
-    # launcher's MPLBACKEND, Agg, is its backend either way)
+    # every lab imports torch in its first cells, and pyplot for its plots: torch, and what pyplot
+    # is made of, imported here before the kernel answers, are ready when a kernel started ahead of
+    # its job gets the notebook (``grader.run.ahead``). So they are loaded before any student code:
+    # a variable or file a notebook sets for their import comes late. Not pyplot itself: once it is
+    # loaded, a cell's ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a
+    # display. The rest comes once the shell exists, as from a cell, and a failure there is left to
+    # the cell that imports it
     import torch  # noqa: F401
     from ipykernel import kernelapp
 
     app = kernelapp.IPKernelApp.instance()
     app.initialize()
-    import matplotlib.pyplot  # noqa: F401
+    with contextlib.suppress(Exception):
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
+        import matplotlib.font_manager  # noqa: F401
 
     app.start()
 

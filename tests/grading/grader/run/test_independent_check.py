@@ -148,12 +148,17 @@ def test_an_answer_that_kills_its_process_while_loading_is_the_students(tmp_path
     assert "broke off" in verdicts["test_relu"].message
 
 
-ONCE_WRONG = (  # right from its second run on, in this process or, by a file it leaves, in another
-    "import os\n\ndef mean_squared_error(pred, target):\n"
-    "    seen = os.path.exists('seen')\n"
-    "    open('seen', 'w').close()\n"
-    "    return ((pred - target) ** 2).mean() if seen else (pred - target).abs().mean()\n"
-)
+def _third_time_right(where: str) -> str:
+    """A mean_squared_error wrong on its first two runs and right from its third, counted in
+    the file ``where`` of the scratch folder: in any process whose scratch folder kept that file."""
+    return (
+        "import os\n\ndef mean_squared_error(pred, target):\n"
+        "    d = pred - target\n"
+        f"    os.makedirs(os.path.dirname({where!r}) or '.', exist_ok=True)\n"
+        f"    n = len(open({where!r}).read()) if os.path.exists({where!r}) else 0\n"
+        f"    open({where!r}, 'a').write('x')\n"
+        "    return (d ** 2).mean() if n >= 2 else d.abs().mean()\n"
+    )
 
 
 def _under_a_wrong_relu(mean_squared_error: str) -> nbformat.NotebookNode:
@@ -178,11 +183,15 @@ def _sandboxed(tmp_path: Path, nb: nbformat.NotebookNode, **kwargs) -> dict[str,
     return recheck.recheck(SOURCE, path, wrap=wrap, carry_forward=True, **kwargs)
 
 
-def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_path: Path) -> None:
+# "seen" beside the notebook, or inside the folders of matplotlib's caches, which the child wrote
+# at its start, before any fork
+@pytest.mark.parametrize("where", ["seen", ".cache/seen", ".config/matplotlib/seen"])
+def test_each_carried_forward_check_starts_from_the_submission_as_loaded(tmp_path: Path, where: str) -> None:
     """Under a wrong relu, is a mean_squared_error that is right only once a file it writes
-    exists given no credit (each fork of the sandboxed zygote starts without what an earlier one
-    wrote), while a relu-independent wrong answer's failure stays its own?"""
-    nb = _under_a_wrong_relu(ONCE_WRONG)
+    has counted two runs given no credit (each fork of the sandboxed zygote starts without what an earlier one
+    wrote, in the scratch folder or in a folder the child made there itself), while a
+    relu-independent wrong answer's failure stays its own?"""
+    nb = _under_a_wrong_relu(_third_time_right(where))
     verdicts = _sandboxed(tmp_path, nb)
     assert not verdicts["test_relu"].passed and not verdicts["test_mean_squared_error"].passed
     assert verdicts["test_mean_squared_error"].alone is False
@@ -290,16 +299,18 @@ PROBES = {
         "import os\ntry:\n    open(f'/proc/{os.getppid()}/mem', 'rb').close()\n    fine = False\n"
         "except OSError:\n    fine = True"
     ),
-    # what every lab's cells import was loaded before any student code, and a cell that is Python
-    # already ran without IPython's transforms
-    "warm": "import sys\nfine = 'matplotlib.pyplot' in sys.modules and 'IPython' not in sys.modules",
+    # what pyplot is made of and IPython's transforms were loaded before any student code, pyplot not
+    "warm": (
+        "import sys\nfine = all(m in sys.modules for m in ('matplotlib.figure', 'IPython.core.inputtransformer2'))"
+        " and 'matplotlib.pyplot' not in sys.modules"
+    ),
 }
 
 
 @pytest.mark.parametrize("probe", list(PROBES))
 def test_the_fork_of_the_answers_runs_as_a_fresh_child_would(tmp_path: Path, probe: str) -> None:
     """Is a relu right only where the probe finds what a fresh child would (its background
-    processes all started, its parent's memory closed to it, pyplot loaded, IPython not) passed?"""
+    processes all started, its parent's memory closed to it, what pyplot is made of loaded) passed?"""
     nb = released()
     nb.cells[index_of(nb, "relu")].source = (
         PROBES[probe] + "\n\ndef relu(x):\n    return torch.where(x > 0, x, torch.zeros_like(x)) if fine else x\n"
