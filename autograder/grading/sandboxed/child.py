@@ -84,8 +84,9 @@ _EXIT = os._exit  # taken before any student code: a fork's answers cannot keep 
 _LIBC = ctypes.CDLL(None)  # for prctl: one handle, taken before any student code
 # what every fork would import again: IPython's transforms of each cell, and what pyplot, which
 # every lab's cells import, is made of (not pyplot itself: once it is loaded, a cell's
-# ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a display);
-# the course's checks, reference and data are loaded already (``ChildServer``'s sentinels)
+# ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a display; with
+# pyplot not loaded it only sets ``rcParams["backend"]``); listed last, the course's checks,
+# reference and data, which ``ChildServer``'s sentinels would load anyway
 WARM = (
     "IPython.core.inputtransformer2",
     "matplotlib.figure",
@@ -161,8 +162,9 @@ class ChildServer(Connection):
 
         self.forbidden = forbidden
         self.pristine = True  # no student code has run here: this process may be forked
-        # what its scratch folder held before anything wrote there (``main``: before ``warm``
-        # wrote matplotlib's caches, so that a fork's files inside them go too); else at the first fork
+        # what its scratch folder held before ``warm`` (``main``): matplotlib's config and cache
+        # folders, which ``warm`` makes there, are then removed whole after each fork, with whatever
+        # the fork wrote in them (its fonts stay loaded); else what it held at the first fork
         self.scratch = scratch
         self.reaping = False  # whether orphans of its forks come back to it
 
@@ -310,15 +312,15 @@ class ChildServer(Connection):
 
 
 def main(argv: list[str]) -> None:
-    """``RFD WFD [zygote]`` (``zygote``: launched for error carried forward; it starts as any
-    child does, warm, and is told so only to tell the two apart in the grader's tests)."""
+    """``RFD WFD [zygote]`` (``zygote``: launched for error carried forward; ignored here, since
+    it starts warm as any child does: the grader passes it so that its tests tell the launches apart)."""
     rfd, wfd = int(argv[0]), int(argv[1])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.environ.setdefault("MPLBACKEND", "Agg")
     folder = _scratch()
-    before = set(os.listdir(folder)) if folder else set()  # before warm() writes matplotlib's caches there
+    before = set(os.listdir(folder)) if folder else set()  # before warm() makes matplotlib's folders there
     warm()
     ChildServer(rfd, wfd, before).run()
 

@@ -23,8 +23,9 @@ def main(argv: list[str]) -> None:
     # its job gets the notebook (``grader.run.ahead``). So they are loaded before any student code:
     # a variable or file a notebook sets for their import comes late. Not pyplot itself: once it is
     # loaded, a cell's ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a
-    # display. The rest comes once the shell exists, as from a cell, and a failure there is left to
-    # the cell that imports it
+    # display (with pyplot not loaded it only sets ``rcParams["backend"]``). They are imported after
+    # ``initialize()``, as a cell would import them (the launcher's MPLBACKEND, Agg, stands either
+    # way); a failure there is suppressed and left to the cell that imports them
     import torch  # noqa: F401
     from ipykernel import kernelapp
 

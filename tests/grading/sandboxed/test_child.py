@@ -1,8 +1,8 @@
-"""Does the check child, warmed as it starts, run a cell as the grading kernel would: through
+"""Does the check child, warmed by ``warm()``, compile a cell as the grading kernel does: through
 IPython's transforms (prompts stripped, even inside a string; a magic becomes a ``get_ipython()``
-call, which fails there), not under the child's own ``from __future__`` (annotations evaluated),
-and with what pyplot is made of loaded but not pyplot itself (a cell's ``matplotlib.use`` of a
-backend without a display still only sets it)?"""
+call, which, unlike in the kernel, fails there), not under the child's own ``from __future__``
+(annotations evaluated), and with what pyplot is made of loaded but not pyplot itself (a cell's
+``matplotlib.use`` of a backend without a display still only sets it)?"""
 
 from __future__ import annotations
 
