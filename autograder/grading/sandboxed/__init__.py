@@ -12,3 +12,9 @@ it (ARCHITECTURE.md, "Trust model of grading"). Nothing here decides a point.
 
 The grader starts these by module name (``protocol.boot.command``); it never imports them.
 """
+
+# what pyplot, which every lab's cells import, is made of: the kernel and the check child import
+# these before their notebook comes. Not pyplot itself: once it is loaded, a cell's
+# ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a display (with
+# pyplot not loaded it only sets ``rcParams["backend"]``)
+PYPLOT_PARTS = ("matplotlib.figure", "matplotlib.font_manager", "matplotlib.backends.backend_agg")

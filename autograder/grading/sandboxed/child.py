@@ -29,7 +29,7 @@ import torch
 
 from autograder.grading.protocol import wire
 from autograder.grading.protocol.remote import Connection
-from autograder.grading.sandboxed import carry
+from autograder.grading.sandboxed import PYPLOT_PARTS, carry
 
 
 class CellTimeout(BaseException):
@@ -82,20 +82,10 @@ def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
 
 _EXIT = os._exit  # taken before any student code: a fork's answers cannot keep it alive
 _LIBC = ctypes.CDLL(None)  # for prctl: one handle, taken before any student code
-# what every fork would import again: IPython's transforms of each cell, and what pyplot, which
-# every lab's cells import, is made of (not pyplot itself: once it is loaded, a cell's
-# ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a display; with
-# pyplot not loaded it only sets ``rcParams["backend"]``); listed last, the course's checks,
-# reference and data, which ``ChildServer``'s sentinels would load anyway
-WARM = (
-    "IPython.core.inputtransformer2",
-    "matplotlib.figure",
-    "matplotlib.font_manager",
-    "matplotlib.backends.backend_agg",
-    "autograder.reference",
-    "autograder.data",
-    "autograder.checks",
-)
+# what every fork would import again: IPython's transforms of each cell, what pyplot is made of
+# (``PYPLOT_PARTS``) and, listed last, the course's checks, reference and data, which
+# ``ChildServer``'s sentinels would load anyway
+WARM = ("IPython.core.inputtransformer2", *PYPLOT_PARTS, "autograder.reference", "autograder.data", "autograder.checks")
 
 
 def warm() -> None:

@@ -7,8 +7,11 @@ kernel answers."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
+
+from autograder.grading.sandboxed import PYPLOT_PARTS
 
 
 def main(argv: list[str]) -> None:
@@ -19,23 +22,19 @@ def main(argv: list[str]) -> None:
     os.dup2(2, 1)
     sys.argv = [sys.argv[0], *argv]
     # every lab imports torch in its first cells, and pyplot for its plots: torch, and what pyplot
-    # is made of, imported here before the kernel answers, are ready when a kernel started ahead of
-    # its job gets the notebook (``grader.run.ahead``). So they are loaded before any student code:
-    # a variable or file a notebook sets for their import comes late. Not pyplot itself: once it is
-    # loaded, a cell's ``matplotlib.use("TkAgg")`` switches the backend at once, and fails without a
-    # display (with pyplot not loaded it only sets ``rcParams["backend"]``). They are imported after
-    # ``initialize()``, as a cell would import them (the launcher's MPLBACKEND, Agg, stands either
-    # way); a failure there is suppressed and left to the cell that imports them
+    # is made of (``PYPLOT_PARTS``), imported here before the kernel answers, are ready when a
+    # kernel started ahead of its job gets the notebook (``grader.run.ahead``). So they are loaded
+    # before any student code: a variable or file a notebook sets for their import comes late. The
+    # parts are imported after ``initialize()``, as a cell would import them (the launcher's
+    # MPLBACKEND, Agg, stands either way); a failure there is left to the cell that imports them
     import torch  # noqa: F401
     from ipykernel import kernelapp
 
     app = kernelapp.IPKernelApp.instance()
     app.initialize()
-    with contextlib.suppress(Exception):
-        import matplotlib.backends.backend_agg
-        import matplotlib.figure
-        import matplotlib.font_manager  # noqa: F401
-
+    for module in PYPLOT_PARTS:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
     app.start()
 
 
