@@ -17,8 +17,9 @@ environment, sets the resource limits and starts ``bwrap`` with:
   ``MAX_ENTRIES`` files;
 - its own user, PID, network, IPC and UTS namespaces: no network, and nothing it starts
   outlives it (``--die-with-parent``; the PID namespace dies with its first process); ``--init``:
-  the command is that process (``--as-pid-1``), reached from inside only by signals it handles;
-  it must end itself once its caller is gone (``sandboxed.child`` does).
+  the command is that process (``--as-pid-1``), reached from inside only by signals it handles; as root (below,
+  a uid of its own) no death signal reaches it: the grader kills it (``grader.run.processes``), and it ends
+  itself once its caller is gone (``sandboxed.child`` does, when it next reads its pipe).
 
 Limits: address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), largest file (RLIMIT_FSIZE), no
 core files, and processes (RLIMIT_NPROC, set inside the sandbox's own user namespace so it

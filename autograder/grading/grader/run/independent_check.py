@@ -18,7 +18,6 @@ import builtins
 import contextlib
 import io
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from autograder.grading.grader.job import Verdict
 from autograder.grading.grader.lab_cells import answer_cells, answers_before_tests, solution_cells, test_cells
+from autograder.grading.grader.run import processes
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot, wire
 from autograder.grading.protocol.remote import Connection
@@ -121,8 +121,7 @@ class SandboxedChild:
             self.connection.timeout = timeout
             self.waited = time.perf_counter() - start
         except (wire.WireError, TimeoutError, OSError) as err:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            processes.kill_tree(self.proc.pid)
             said = self.stderr.text(wait=5.0)[-3000:] or "(nothing on its stderr)"
             raise GraderError(
                 f"the independent check's sandboxed child ended before its first reply "
@@ -138,8 +137,7 @@ class SandboxedChild:
         if self.closed:  # its descriptors' numbers may be another's by now
             return
         self.closed = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        processes.kill_tree(self.proc.pid)  # the launcher, and the child, which may be still loading
         self.proc.wait()
         for fd in (self.connection.rfd, self.connection.wfd):
             with contextlib.suppress(OSError):

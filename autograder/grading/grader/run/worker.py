@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import os
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from autograder.grading.course import tool_env
 from autograder.grading.grader.job import Job, Result, Run, Submission
-from autograder.grading.grader.run import ahead
+from autograder.grading.grader.run import ahead, processes
 from autograder.grading.grader.run.nbconfig import load_config
 from autograder.grading.grader.run.tail import Tail
 from autograder.grading.protocol import boot
@@ -48,23 +47,6 @@ def run(job: Job) -> Result:
     submission = Submission(job, config, api)
     submission.result.warm = ahead.handed()
     return steps.grade(submission)
-
-
-def _children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux /proc; an empty list elsewhere)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(stat.parent.name))
-    return out
-
-
-def _kill_groups(pids: list[int]) -> None:
-    """SIGKILL the process group each of ``pids`` leads (a kernel, a sandboxed child), if still there."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
 
 
 class WorkerProcess:
@@ -113,8 +95,7 @@ class WorkerProcess:
             proc, self.proc = self.proc, None
             if proc is None:
                 return ""
-            # jupyter_client starts each kernel in a session of its own: kill those too
-            _kill_groups([proc.pid, *_children(proc.pid)])
+            processes.kill_tree(proc.pid)  # its kernels and sandboxes too, each in a session of its own
             proc.wait()
             return self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
 
@@ -222,7 +203,7 @@ def _end_with_pipeline(interval: float = 0.5) -> None:
     def watch() -> None:
         while os.getppid() == pipeline:
             time.sleep(interval)
-        _kill_groups(_children(os.getpid()))
+        processes.kill_tree(os.getpid(), itself=False)
         os._exit(1)
 
     threading.Thread(target=watch, name="end-with-pipeline", daemon=True).start()

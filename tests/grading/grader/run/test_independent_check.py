@@ -346,3 +346,28 @@ def test_a_child_closed_while_its_fork_sleeps_leaves_no_process(tmp_path: Path) 
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(marker) == []
+
+
+def test_a_child_closed_while_it_loads_leaves_no_process(tmp_path: Path) -> None:
+    """Does closing a check child that is still loading (torch and what every lab imports, seconds
+    before it first reads its pipe) end its sandbox at once, as root too (where its PID 1 runs
+    under a uid that bwrap's death signal cannot reach)?"""
+    problem = bwrap.probe()
+    if problem is not None:
+        pytest.skip(f"bubblewrap cannot run here: {problem}")
+    marker = f"loading-{os.getpid()}"  # an argument the child ignores, found in its command line
+
+    def wrap(argv: list[str]) -> list[str]:
+        return bwrap.wrap(argv, scratch=tmp_path / "scratch", limits=Limits(), init=True)
+
+    child = recheck.SandboxedChild(wrap, None, 5.0, marker)
+    try:
+        deadline = time.monotonic() + 30
+        # the child itself, started: not its launcher, bwrap, or the first step inside the sandbox
+        while not [c for c in processes_with(marker) if not any(w in c for w in ("launcher", "bwrap", "setrlimit"))]:
+            assert time.monotonic() < deadline, processes_with(marker)
+            time.sleep(0.05)
+    finally:
+        child.close()
+    time.sleep(0.5)  # for the kernel to take down the sandbox
+    assert processes_with(marker) == []
