@@ -1,11 +1,13 @@
 """The processes a grading process started, found and ended from outside it (Linux /proc).
 
 Killing a sandbox's launcher with its process group is not enough to end the sandbox. The
-independent check's child is its sandbox's PID 1 (``--init``) and runs under a uid of its own
-(``sandboxed.launcher``). No death signal reaches it, since bwrap, which would send it, may not
-signal that uid. Until the child next reads its pipe, it outlives its launcher; at its start it
-imports torch, which takes seconds. So the grader kills every process below the one it ends,
-found before the first is killed: a killed process's children move to another parent.
+independent check's child is its sandbox's PID 1 (``--init``), and as root it runs under a uid
+of its own (``sandboxed.launcher``): changing to that uid clears the death signal bwrap set for
+it, and bwrap, which would send it, may not signal that uid anyway. So the child outlives its
+launcher until it reads the end of its request pipe, and at its start it spends seconds
+importing torch before it first reads. The grader therefore kills every process below the one
+it ends: it stops them first, so that none starts another meanwhile, and finds them all before
+the first is killed, since a killed process's children move to another parent.
 """
 
 from __future__ import annotations
@@ -21,12 +23,8 @@ def _parents() -> dict[int, int]:
     out: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            out[int(stat.parent.name)] = _parent(stat.read_text())
+            out[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
     return out
-
-
-def _parent(stat: str) -> int:
-    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def descendants(pid: int, parents: dict[int, int] | None = None) -> list[int]:
@@ -58,23 +56,39 @@ def _pidfd(pid: int, parent: int) -> tuple[int, bool] | None:
     return None
 
 
+def _send(handle: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        signal.pidfd_send_signal(handle, signum)
+
+
 def kill_tree(pid: int, *, itself: bool = True) -> None:
-    """SIGKILL every process below ``pid``, and ``pid`` unless ``itself`` is False, with the
-    process group each leads (kernels and launchers are started in sessions of their own). Each
-    process below is signalled through a pidfd opened while its parent was still the one found,
-    so that a process that took the number of one that ended meanwhile is never signalled."""
-    parents = _parents()
-    found = []
-    for below in descendants(pid, parents):
-        if (opened := _pidfd(below, parents[below])) is not None:
-            found.append((below, opened))
+    """SIGKILL every process below ``pid``, and ``pid`` itself unless ``itself`` is False, with
+    the process group each leads (kernels and launchers are started in sessions of their own).
+    ``pid`` must not have been waited for yet (its number is still its own).
+
+    Each process is reached through a pidfd, opened while its parent was still the one found:
+    a process that took the number of one that ended meanwhile is never signalled. Each is
+    stopped as soon as it is found, and /proc is read again until no new one appears, so that
+    none is started between the reading and the killing."""
+    held: dict[int, tuple[int, bool]] = {}
     if itself:
-        for send in (os.killpg, os.kill):
+        with contextlib.suppress(OSError):
+            held[pid] = (os.pidfd_open(pid), True)  # killpg below: nothing if it leads no group
+            _send(held[pid][0], signal.SIGSTOP)
+    while True:
+        parents = _parents()
+        found = {}
+        for below in descendants(pid, parents):
+            if below not in held and (opened := _pidfd(below, parents[below])) is not None:
+                found[below] = opened
+        if not found:
+            break
+        for handle, _ in found.values():
+            _send(handle, signal.SIGSTOP)
+        held.update(found)
+    for below, (handle, leads) in held.items():
+        if leads:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                send(pid, signal.SIGKILL)
-    for below, (handle, leads) in found:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if leads:
                 os.killpg(below, signal.SIGKILL)
-            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        _send(handle, signal.SIGKILL)
         os.close(handle)

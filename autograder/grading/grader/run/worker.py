@@ -95,7 +95,8 @@ class WorkerProcess:
             proc, self.proc = self.proc, None
             if proc is None:
                 return ""
-            processes.kill_tree(proc.pid)  # its kernels and sandboxes too, each in a session of its own
+            if proc.returncode is None:  # not waited for: its number is still its own
+                processes.kill_tree(proc.pid)  # its kernels and sandboxes too, each in a session of its own
             proc.wait()
             return self.stderr.text(wait=5.0)[-500:] if self.stderr else ""
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -96,3 +99,109 @@ def test_a_process_that_is_no_longer_below_is_never_signalled(monkeypatch: pytes
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def _with(token: str) -> list[int]:
+    """The live processes whose command line holds ``token``."""
+    return [
+        int(p.parent.name)
+        for p in Path("/proc").glob("[0-9]*/cmdline")
+        if token.encode() in p.read_bytes() and _alive(int(p.parent.name))
+    ]
+
+
+def test_a_tree_that_keeps_starting_processes_is_killed_to_its_last() -> None:
+    """When the top keeps starting processes in sessions of their own (as a worker starts
+    kernels and sandboxes), is none started between the reading of /proc and the killing?"""
+    token = f"forking-{time.monotonic_ns()}"
+    forker = textwrap.dedent("""
+        import os, time
+        while True:
+            if os.fork() == 0:
+                os.setsid()
+                time.sleep(60)
+                os._exit(0)
+            time.sleep(0.001)
+    """)
+    for _ in range(3):
+        top = subprocess.Popen([sys.executable, "-c", forker, token])
+        time.sleep(0.3)
+        processes.kill_tree(top.pid)
+        top.wait()
+        deadline = time.monotonic() + 5
+        while _with(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _with(token)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == []
+
+
+def test_the_members_of_each_group_are_killed_where_they_moved() -> None:
+    """Is a process that left the tree (its parent ended) but stayed in the group of the top, or
+    of a process below that leads its own, killed too?"""
+    token = f"moved-{time.monotonic_ns()}"
+    # a process whose child starts a grandchild and ends: the grandchild, in their group, moves to init
+    orphaning = textwrap.dedent(f"""
+        import os, time
+        if os.fork() == 0:
+            if os.fork() == 0:
+                time.sleep(60)
+            os._exit(0)
+        time.sleep(60)  # {token}
+    """)
+    below = textwrap.dedent(f"""
+        import subprocess, sys
+        subprocess.Popen([sys.executable, "-c", {orphaning!r}], start_new_session=True)
+    """)
+    top = subprocess.Popen([sys.executable, "-c", below + orphaning], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(_with(token)) < 4:  # the top's and its child's sleepers, and their two orphans
+        assert time.monotonic() < deadline, _with(token)
+        time.sleep(0.05)
+    orphans = [pid for pid in _with(token) if pid not in [top.pid, *processes.descendants(top.pid)]]
+    assert len(orphans) == 2
+    try:
+        processes.kill_tree(top.pid)
+        top.wait()
+        assert _gone(orphans), [p for p in orphans if _alive(p)]
+    finally:
+        for pid in _with(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_process_that_leaves_its_group_meanwhile_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When a process below led its group as it was found but has left it when the group is
+    signalled, is the process itself still killed?"""
+    leaver = (
+        "import os, signal, time\nos.setpgid(0, 0)\n"
+        "signal.signal(signal.SIGUSR1, lambda *a: os.setpgid(0, os.getsid(0)))\n"
+        "print(os.getpid(), flush=True)\ntime.sleep(60)\n"
+    )
+    top = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {leaver!r}])\ntime.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert top.stdout is not None
+    child = int(top.stdout.readline())
+    found = processes._pidfd
+
+    def then_leaves(pid: int, parent: int) -> tuple[int, bool] | None:
+        out = found(pid, parent)
+        os.kill(child, signal.SIGUSR1)
+        time.sleep(0.3)
+        return out
+
+    monkeypatch.setattr(processes, "_pidfd", then_leaves)
+    try:
+        processes.kill_tree(top.pid, itself=False)
+        assert _gone([child])
+    finally:
+        top.kill()
+        top.wait()
