@@ -4,23 +4,72 @@ Every ``check_*`` function defined in a lab's package (``lab02_self_attention/``
 importable from here; ``kit/`` holds what the checks are made of. A check raises
 ``CheckFailed`` (an ``AssertionError``) with a message that teaches, and lets
 ``NotImplementedError`` from an untouched stub through unchanged.
+
+The labs' modules (and torch with them) are imported on the first use of a ``check_*`` name,
+of a lab's package or of ``__all__``, not with this package: the grading pipeline reads ``kit/`` (a mistake's
+words) and the checks' names (``names``) without importing torch.
 """
 
+from __future__ import annotations
+
+import ast
+import functools
 import importlib
 import pkgutil
+from pathlib import Path
+from typing import Any
 
-from autograder.checks.kit.failures import CheckFailed, ForbiddenCall
+from autograder.checks.kit.failures import CheckFailed as CheckFailed
+from autograder.checks.kit.failures import ForbiddenCall as ForbiddenCall
 
-__all__ = ["CheckFailed", "ForbiddenCall"]
+_BASE = ["CheckFailed", "ForbiddenCall"]
 
-for _lab in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not (_lab.ispkg and _lab.name.startswith("lab")):
-        continue
-    _package = importlib.import_module(f"{__name__}.{_lab.name}")
-    for _info in sorted(pkgutil.iter_modules(_package.__path__), key=lambda m: m.name):
-        _module = importlib.import_module(f"{_package.__name__}.{_info.name}")
-        for _name in dir(_module):
-            _value = getattr(_module, _name)
-            if _name.startswith("check_") and getattr(_value, "__module__", None) == _module.__name__:
-                globals()[_name] = _value
-                __all__.append(_name)
+
+@functools.cache
+def _modules() -> tuple[str, ...]:
+    """Every module of every lab's package, in order."""
+    out = []
+    for lab in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if lab.ispkg and lab.name.startswith("lab"):
+            inner = pkgutil.iter_modules([str(Path(__file__).parent / lab.name)])
+            out += [f"{__name__}.{lab.name}.{info.name}" for info in sorted(inner, key=lambda m: m.name)]
+    return tuple(out)
+
+
+@functools.cache
+def load() -> tuple[str, ...]:
+    """Import every lab's checks and bind each ``check_*`` here; their names, in order."""
+    names = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        for attribute in dir(module):
+            value = getattr(module, attribute)
+            if attribute.startswith("check_") and getattr(value, "__module__", None) == module.__name__:
+                globals()[attribute] = value
+                names.append(attribute)
+    return tuple(names)
+
+
+@functools.cache
+def names() -> frozenset[str]:
+    """The names of the checks, read from the labs' sources without importing them: each
+    ``def check_*`` at the top of a lab's module (the tests hold that they are ``load``'s)."""
+    found = set()
+    for name in _modules():
+        path = Path(__file__).parent.joinpath(*name.split(".")[2:]).with_suffix(".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
+    return frozenset(found)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return [*_BASE, *load()]
+    if (name.startswith("check_") and name in load()) or any(m.startswith(f"{__name__}.{name}.") for m in _modules()):
+        load()  # a lab's package too: every lab's is then imported, as before this package loaded on first use
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *load()})

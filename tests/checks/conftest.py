@@ -24,8 +24,8 @@ from tests.checks.mistake_ids import NOT_YET_RAISED, RAISED, note
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """The tests of the checks run on both sides; the core's own tests (its helpers, not
-    checks) run once."""
-    if not metafunc.module.__name__.endswith(("test_core", "test_mistakes", "test_write_back")):
+    checks) and the package's (what it loads when) run once."""
+    if not metafunc.module.__name__.endswith(("test_core", "test_mistakes", "test_write_back", "test_init")):
         metafunc.parametrize("candidate_side", ["here", "across"], indirect=True)
 
 
