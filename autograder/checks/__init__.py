@@ -6,8 +6,9 @@ importable from here; ``kit/`` holds what the checks are made of. A check raises
 ``NotImplementedError`` from an untouched stub through unchanged.
 
 The labs' modules (and torch with them) are imported on the first use of a ``check_*`` name,
-of a lab's package or of ``__all__``, not with this package: the grading pipeline reads ``kit/`` (a mistake's
-words) and the checks' names (``names``) without importing torch.
+of a lab's package, of ``__all__`` or of ``dir()``, not with this package: the grading
+pipeline reads ``kit/`` (a mistake's words) and the checks' names (``names``) without
+importing torch.
 """
 
 from __future__ import annotations
@@ -66,8 +67,11 @@ def __getattr__(name: str) -> Any:
     if name == "__all__":
         return [*_BASE, *load()]
     if (name.startswith("check_") and name in load()) or any(m.startswith(f"{__name__}.{name}.") for m in _modules()):
-        load()  # a lab's package too: every lab's is then imported, as before this package loaded on first use
-        return globals()[name]
+        load()  # a lab's package too: then every lab's is imported, as importing this package once did
+        try:
+            return globals()[name]
+        except KeyError:  # not bound here (deleted, or this package imported again after its labs)
+            pass
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

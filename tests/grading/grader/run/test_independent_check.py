@@ -319,18 +319,31 @@ def test_the_fork_of_the_answers_runs_as_a_fresh_child_would(tmp_path: Path, pro
     assert verdicts["test_relu"].passed, verdicts["test_relu"].message
 
 
-def test_a_child_closed_while_its_fork_sleeps_leaves_no_process(tmp_path: Path) -> None:
-    """Does closing a check child whose fork ignores its alarm and sleeps (so that neither ends on
-    its own) end every process of its sandbox, as root too (where the sandbox changes its uid)?"""
+def _child_as_pid_1(tmp_path: Path, *roles: str) -> recheck.SandboxedChild:
+    """A check child started as the grader starts it: its sandbox's PID 1 (skips without bubblewrap)."""
     problem = bwrap.probe()
     if problem is not None:
         pytest.skip(f"bubblewrap cannot run here: {problem}")
-    marker = f"600.{os.getpid()}"  # a sleep of its own, found by its command line
 
     def wrap(argv: list[str]) -> list[str]:
         return bwrap.wrap(argv, scratch=tmp_path / "scratch", limits=Limits(), init=True)
 
-    child = recheck.SandboxedChild(wrap, None, 5.0)
+    return recheck.SandboxedChild(wrap, None, 5.0, *roles)
+
+
+def _left_after(marker: str, seconds: float) -> list[str]:
+    """The processes whose command line holds ``marker`` that are still there after ``seconds`` at most."""
+    deadline = time.monotonic() + seconds
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return processes_with(marker)
+
+
+def test_a_child_closed_while_its_fork_sleeps_leaves_no_process(tmp_path: Path) -> None:
+    """Does closing a check child whose fork ignores its alarm and sleeps (so that neither ends on
+    its own) end every process of its sandbox, as root too (where the sandbox changes its uid)?"""
+    marker = f"600.{os.getpid()}"  # a sleep of its own, found by its command line
+    child = _child_as_pid_1(tmp_path)
     try:
         child.hello()
         assert child.request({"op": "fork"}) == "forked"
@@ -342,25 +355,15 @@ def test_a_child_closed_while_its_fork_sleeps_leaves_no_process(tmp_path: Path) 
             child.request({"op": "load", "cells": [cell], "limit": 30})
     finally:
         child.close()
-    deadline = time.monotonic() + 10
-    while processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert processes_with(marker) == []
+    assert _left_after(marker, 10.0) == []
 
 
 def test_a_child_closed_while_it_loads_leaves_no_process(tmp_path: Path) -> None:
     """Does closing a check child that is still loading (torch and what every lab imports, seconds
     before it first reads its pipe) end its sandbox at once, as root too (where its PID 1 runs
     under a uid that bwrap's death signal cannot reach)?"""
-    problem = bwrap.probe()
-    if problem is not None:
-        pytest.skip(f"bubblewrap cannot run here: {problem}")
     marker = f"loading-{os.getpid()}"  # an argument the child ignores, found in its command line
-
-    def wrap(argv: list[str]) -> list[str]:
-        return bwrap.wrap(argv, scratch=tmp_path / "scratch", limits=Limits(), init=True)
-
-    child = recheck.SandboxedChild(wrap, None, 5.0, marker)
+    child = _child_as_pid_1(tmp_path, marker)
     try:
         deadline = time.monotonic() + 30
         # the child itself, started: not its launcher, bwrap, or the first step inside the sandbox
@@ -369,7 +372,4 @@ def test_a_child_closed_while_it_loads_leaves_no_process(tmp_path: Path) -> None
             time.sleep(0.05)
     finally:
         child.close()
-    deadline = time.monotonic() + 1.0  # for the kernel to take down the sandbox, not for the child to load
-    while processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert processes_with(marker) == []
+    assert _left_after(marker, 1.0) == []  # time for the kernel to take down the sandbox, not for the child to load
