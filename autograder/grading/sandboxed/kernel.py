@@ -1,8 +1,8 @@
 """The grading kernel itself: ipykernel, started in the sandbox by the kernelspec that
 ``run.kernelspec.install`` writes (``python -m autograder.grading.sandboxed.kernel -f FILE``).
 The sandbox launcher has set its limits already; this module only cuts the descriptors
-student code could otherwise reach, and imports torch and what pyplot is made of before the
-kernel answers."""
+student code could otherwise reach, and imports torch, what pyplot is made of and the
+course's checks before the kernel answers."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def main(argv: list[str]) -> None:
     for module in PYPLOT_PARTS:
         with contextlib.suppress(Exception):
             importlib.import_module(module)
+    # and the course's checks (``checks.load``), which the install cell's ``from autograder import
+    # checks`` no longer loads: each lab's module binds the kit's functions (the sentinels among
+    # them) before a student's cell could replace them in the kit
+    with contextlib.suppress(Exception):
+        importlib.import_module("autograder.checks").load()
     app.start()
 
 

@@ -425,14 +425,15 @@ def test_grading_refuses_without_a_sandbox(course: Path, tmp_path: Path, monkeyp
 @needs_sandbox
 def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path, tmp_path: Path) -> None:
     """Does a notebook run in its scratch folder, blind to the course, with full marks, in a
-    kernel that loaded torch and what pyplot is made of (not pyplot) before its first cell; and
+    kernel that loaded torch, what pyplot is made of (not pyplot) and the checks before its first cell; and
     does --no-sandbox grade the same but say so on every line?"""
     peek = (
         "import os\nprint('CWD', os.getcwd())\n"
         "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))"
     )
     loaded = (
-        "import sys\nprint('LOADED', *(m in sys.modules for m in ('torch', 'matplotlib.figure', 'matplotlib.pyplot')))"
+        "import sys\nprint('LOADED', *(m in sys.modules for m in "
+        "('torch', 'matplotlib.figure', 'autograder.checks.lab00_warmup.warmup', 'matplotlib.pyplot')))"
     )
     nb = answered()
     nb.cells.insert(0, nbformat.v4.new_code_cell(loaded))
@@ -443,7 +444,7 @@ def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path
     printed = "".join(o.get("text", "") for o in graded.cells[-1].outputs).splitlines()
     assert printed[0].startswith("CWD ") and printed[0].endswith("/k/0/scratch")
     assert printed[1].endswith("False") and "home" not in printed[1]
-    assert "".join(o.get("text", "") for o in graded.cells[0].outputs) == "LOADED True True False\n"
+    assert "".join(o.get("text", "") for o in graded.cells[0].outputs) == "LOADED True True True False\n"
     assert "(no sandbox)" not in grading.summary([outcome])
     outcomes = pipeline.grade(course, tmp_path / "inbox", grading.Options(progress=False, sandbox=False))
     assert [(o.score, o.max_score) for o in outcomes] == [(5, 5)]
