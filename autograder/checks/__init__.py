@@ -8,7 +8,9 @@ importable from here; ``kit/`` holds what the checks are made of. A check raises
 The labs' modules (and torch with them) are imported on the first use of a ``check_*`` name,
 of a lab's package, of ``__all__`` or of ``dir()``, not with this package: the grading
 pipeline reads ``kit/`` (a mistake's words) and the checks' names (``names``) without
-importing torch.
+importing torch. The grading kernel and the independent check's child call ``load`` before
+any student code, so that the labs' modules bind the kit's functions before a cell could
+replace them (``sandboxed.kernel``, ``sandboxed.child``): keep both.
 """
 
 from __future__ import annotations

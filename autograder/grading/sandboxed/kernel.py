@@ -36,8 +36,10 @@ def main(argv: list[str]) -> None:
         with contextlib.suppress(Exception):
             importlib.import_module(module)
     # and the course's checks (``checks.load``), which the install cell's ``from autograder import
-    # checks`` no longer loads: each lab's module binds the kit's functions (the sentinels among
-    # them) before a student's cell could replace them in the kit
+    # checks`` no longer loads: so each lab's module binds the kit's functions (``forbidden``, which
+    # puts the sentinels in place, among them) before a student's cell could replace them in the
+    # kit, as when that cell loaded them. A kit function looked up at call time can still be
+    # replaced here; the points come from the independent check, which no student code reaches
     with contextlib.suppress(Exception):
         importlib.import_module("autograder.checks").load()
     app.start()

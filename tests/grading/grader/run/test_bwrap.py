@@ -432,8 +432,9 @@ def test_a_notebook_is_graded_in_the_sandbox_and_no_sandbox_says_so(course: Path
         "print('SEES', sorted(os.listdir('/')), os.path.exists(" + repr(str(course / "solutions")) + "))"
     )
     loaded = (
-        "import sys\nprint('LOADED', *(m in sys.modules for m in "
-        "('torch', 'matplotlib.figure', 'autograder.checks.lab00_warmup.warmup', 'matplotlib.pyplot')))"
+        "import sys\nchecks = sys.modules.get('autograder.checks')\n"
+        "print('LOADED', *(m in sys.modules for m in ('torch', 'matplotlib.figure')),\n"
+        "      bool(checks) and checks.names() <= set(vars(checks)), 'matplotlib.pyplot' in sys.modules)"
     )
     nb = answered()
     nb.cells.insert(0, nbformat.v4.new_code_cell(loaded))
