@@ -10,7 +10,7 @@ of a lab's package, of ``__all__`` or of ``dir()``, not with this package: the g
 pipeline reads ``kit/`` (a mistake's words) and the checks' names (``names``) without
 importing torch. The grading kernel and the independent check's child call ``load`` before
 any student code, so that the labs' modules bind the kit's functions before a cell could
-replace them (``sandboxed.kernel``, ``sandboxed.child``): keep both.
+replace them (``grading.sandboxed.load_ahead``): keep both.
 """
 
 from __future__ import annotations

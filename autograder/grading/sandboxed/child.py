@@ -29,7 +29,7 @@ import torch
 
 from autograder.grading.protocol import wire
 from autograder.grading.protocol.remote import Connection
-from autograder.grading.sandboxed import PYPLOT_PARTS, carry
+from autograder.grading.sandboxed import PYPLOT_PARTS, carry, load_ahead
 
 
 class CellTimeout(BaseException):
@@ -83,19 +83,15 @@ def _forbidding(candidate: Any, rules: Any, forbidden: Any) -> Iterator[None]:
 _EXIT = os._exit  # taken before any student code: a fork's answers cannot keep it alive
 _LIBC = ctypes.CDLL(None)  # for prctl: one handle, taken before any student code
 # what every fork would import again: IPython's transforms of each cell, what pyplot is made of
-# (``PYPLOT_PARTS``) and, listed last, the course's checks, reference and data, which
-# ``ChildServer``'s sentinels would load anyway
-WARM = ("IPython.core.inputtransformer2", *PYPLOT_PARTS, "autograder.reference", "autograder.data", "autograder.checks")
+# (``PYPLOT_PARTS``) and, listed last, the course's reference and data, which ``ChildServer``'s
+# sentinels would load anyway, as the checks (``load_ahead`` loads them after these)
+WARM = ("IPython.core.inputtransformer2", *PYPLOT_PARTS, "autograder.reference", "autograder.data")
 
 
 def warm() -> None:
     """Import ``WARM``, once, at the child's start, before any student code: a child started
     ahead of its job does this while another job is graded, and each fork finds them loaded."""
-    for module in WARM:
-        with contextlib.suppress(Exception):  # only time is at stake
-            importlib.import_module(module)
-    with contextlib.suppress(Exception):
-        importlib.import_module("autograder.checks").load()  # every lab's checks, which the package loads on first use
+    load_ahead(WARM)
 
 
 def _scratch() -> str | None:

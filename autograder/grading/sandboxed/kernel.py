@@ -6,12 +6,10 @@ course's checks before the kernel answers."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import sys
 
-from autograder.grading.sandboxed import PYPLOT_PARTS
+from autograder.grading.sandboxed import PYPLOT_PARTS, load_ahead
 
 
 def main(argv: list[str]) -> None:
@@ -32,16 +30,13 @@ def main(argv: list[str]) -> None:
 
     app = kernelapp.IPKernelApp.instance()
     app.initialize()
-    for module in PYPLOT_PARTS:
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
-    # and the course's checks (``checks.load``), which the install cell's ``from autograder import
-    # checks`` no longer loads: so each lab's module binds the kit's functions (``forbidden``, which
-    # puts the sentinels in place, among them) before a student's cell could replace them in the
-    # kit, as when that cell loaded them. A kit function looked up at call time can still be
-    # replaced here; the points come from the independent check, which no student code reaches
-    with contextlib.suppress(Exception):
-        importlib.import_module("autograder.checks").load()
+    # ``load_ahead`` imports the parts, then the course's checks, which the install cell's
+    # ``from autograder import checks`` no longer loads: so each lab's module binds the kit's
+    # functions (``forbidden``, which puts the sentinels in place, among them) before a student's
+    # cell could replace them in the kit, as when that cell loaded them. A kit function looked up
+    # at call time can still be replaced here; the points come from the independent check, which
+    # no student code reaches
+    load_ahead(PYPLOT_PARTS)
     app.start()
 
 
