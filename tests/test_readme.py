@@ -134,9 +134,9 @@ def test_the_student_path_runs_as_written(origin: Path, tmp_path: Path):
     finally:  # the server's last words are read on (a full pipe would block its shutdown), then it is stopped
         threading.Thread(target=lab.stdout.read, daemon=True).start()
         os.killpg(lab.pid, signal.SIGTERM)
-        try:
-            lab.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # still shutting down on a loaded machine: stopped for good
+        try:  # what is asserted is written before the server starts: its shutdown is not waited out
+            lab.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # still shutting down (in one suite run, past 60 s): stopped for good
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait(timeout=30)
     workspace = tmp_path / folder / "workspace"

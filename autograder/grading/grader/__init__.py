@@ -29,10 +29,3 @@ and, outside ``grader/``, the course's layout (``grading/layout.py``) and the sa
 and its ``STEPS``; ``in_parts.conductor`` runs them as a grading in shards (``--intake``,
 ``--shard``, ``--finish``).
 """
-
-import sys
-
-# jsonschema (which nbformat validates with) imports rfc3987-syntax where it is installed, as
-# jupyter-events has it, and that compiles 39 grammars at import: 1.5 s of every grading process.
-# No schema of nbformat or nbgrader checks an IRI's syntax, so the grader's processes go without.
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]

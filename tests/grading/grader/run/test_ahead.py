@@ -17,10 +17,12 @@ from autograder.grading.grader.job import Job
 from autograder.grading.grader.run import ahead, kernelspec
 from autograder.grading.grader.run.execute_ahead import ExecuteAhead, use_kernel_started_ahead
 from autograder.grading.grader.run.pool import _Plan
+from autograder.grading.grader.run.worker import WorkerProcess
 from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import answered, make_course, processes_with, submit, with_cell
 
 SAYS_HOME = 'import os\nprint("HOME IS", os.environ["HOME"])'
+SLEEPER_LIMIT = 15  # seconds: time enough for the kernel started ahead for the next job to be up
 
 
 def test_autograde_runs_execute_ahead_where_the_course_ran_nbgraders_execute() -> None:
@@ -72,6 +74,13 @@ def test_a_job_whose_kernel_was_lost_with_its_worker_is_graded_in_a_fresh_folder
     process of the grading left?"""
     short = tempfile.mkdtemp(prefix="ahead-")  # the kernel's IPC sockets need a short path
     monkeypatch.setattr(tempfile, "tempdir", short)
+    # the sleeper's job alone gets a short limit, so that the test does not wait out the others'
+    run = WorkerProcess.run
+
+    def limited(self, job: Job, limit: float, then: Job | None = None):
+        return run(self, job, SLEEPER_LIMIT if job.student == "a-sleeps" else limit, then)
+
+    monkeypatch.setattr(WorkerProcess, "run", limited)
     try:
         _lost_worker(tmp_path, short)
     finally:
@@ -84,11 +93,13 @@ def _lost_worker(tmp_path: Path, short: str) -> None:
     submit(inbox, "a-sleeps", with_cell(answered(), None, "import time\ntime.sleep(600)"))
     submit(inbox, "b-full", with_cell(answered(), None, SAYS_HOME))
     submit(inbox, "c-full", with_cell(answered(), None, SAYS_HOME))
-    # 60 s a job: after a lost worker the next job starts cold (a new worker, kernel and child), which
-    # on a loaded machine took over 25 s, and then lost its worker too (the ones after it likewise)
+    # 60 s a job but the sleeper's: after a lost worker the next job starts cold (a new worker, kernel
+    # and child), which on a loaded machine took over 25 s, and then lost its worker too (the ones
+    # after it likewise)
     outcomes = pipeline.grade(root, inbox, grading.Options(jobs=1, timeout=300, job_timeout=60, progress=False))
     by_student = {o.student: o for o in outcomes}
-    assert not by_student["a-sleeps"].graded and "took longer than 60 s" in " ".join(by_student["a-sleeps"].notes)
+    took = f"took longer than {SLEEPER_LIMIT} s"
+    assert not by_student["a-sleeps"].graded and took in " ".join(by_student["a-sleeps"].notes)
     assert [(by_student[s].score, by_student[s].max_score) for s in ("b-full", "c-full")] == [(5, 5), (5, 5)]
     assert (by_student["b-full"].warm, by_student["c-full"].warm) == (False, True)
 
