@@ -15,8 +15,9 @@ clone, ``PYTHONDONTWRITEBYTECODE=1``, or ``find . -name '*-pytest-*.pyc' -delete
 ``assert`` statements of test modules and conftest files that run before a test's call ends
 (its set-up and its body, not its teardown); an assertion in a helper module or a
 ``pytest.raises`` is not counted. CPU seconds are those of the pytest worker and of every process
-below it that was waited for, since the worker's previous line: a test whose CPU is far below its
-seconds waits (on a time limit, a sleep, a poll) while a core may sit idle. Lines are appended:
+below it that was waited for, since the test started or its previous phase ended: a test whose CPU
+is far below its seconds waits (on a time limit, a sleep, a poll) while a core may sit idle, or
+spent it in processes nobody waited for (a killed worker's kernels, reaped by init). Lines are appended:
 give each run an empty folder.
 """
 
@@ -44,6 +45,10 @@ def _cpu() -> float:
 
 
 _last_cpu = [_cpu()]
+
+
+def pytest_runtest_logstart(nodeid, location) -> None:  # pytest's hook signature: both are passed
+    _last_cpu[0] = _cpu()  # from the test's start: not the collection before it, nor the gap after the last
 
 
 def pytest_assertion_pass(item, lineno, orig, expl) -> None:  # pytest's hook signature: all four are passed
@@ -110,13 +115,17 @@ def main(argv: list[str]) -> int:
     after = table(argv[0])
     before = table(argv[1]) if len(argv) > 1 else None
     print(f"{'markers':24s} {'tests':>6s} {'seconds':>8s} {'asserts':>8s} {'skipped':>7s} {'cpu s':>7s}", end="")
-    print(f"   {'before: tests':>13s} {'seconds':>8s} {'asserts':>8s}" if before else "")
+    print(f"   {'before: tests':>13s} {'seconds':>8s} {'asserts':>8s} {'cpu s':>7s}" if before else "")
     for name, (tests, spent, asserted, skipped, used) in sorted(
         after.items(), key=lambda kv: (kv[0] == "all", -kv[1][1])
     ):
         print(f"{name:24s} {tests:6.0f} {spent:8.0f} {asserted:8.0f} {skipped:7.0f} {used:7.0f}", end="")
         old = (before or {}).get(name)
-        print(f"   {old[0]:13.0f} {old[1]:8.0f} {old[2]:8.0f}" if old else ("" if before is None else "   (none)"))
+        print(
+            f"   {old[0]:13.0f} {old[1]:8.0f} {old[2]:8.0f} {old[4]:7.0f}"
+            if old
+            else ("" if before is None else "   (none)")
+        )
     return 0
 
 

@@ -29,3 +29,12 @@ and, outside ``grader/``, the course's layout (``grading/layout.py``) and the sa
 and its ``STEPS``; ``in_parts.conductor`` runs them as a grading in shards (``--intake``,
 ``--shard``, ``--finish``).
 """
+
+import sys
+
+# jsonschema 4.25 and later (which nbformat validates with) import rfc3987-syntax where it is
+# installed, as jupyter-events has it, and that compiles 39 grammars at import: 1.8 CPU-s of every
+# grading process. requirements.txt pins 4.24.1; an environment of another jsonschema (a course
+# wheel installed beside other packages) still grades without them: no schema of nbformat's or
+# nbgrader's checks an IRI's syntax.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from autograder.grading.protocol.confinement import Limits
 from tests.grading.helpers import answered, make_course, processes_with, submit, with_cell
 
 SAYS_HOME = 'import os\nprint("HOME IS", os.environ["HOME"])'
-SLEEPER_LIMIT = 15  # seconds: time enough for the kernel started ahead for the next job to be up
+SLEEPER_LIMIT = 15  # seconds: time enough for the next job's sandbox, started ahead, to take its kernel folder k/1
 
 
 def test_autograde_runs_execute_ahead_where_the_course_ran_nbgraders_execute() -> None:
@@ -108,5 +108,8 @@ def _lost_worker(tmp_path: Path, short: str) -> None:
         said = [o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
         return next(line for text in said for line in text.splitlines() if line.startswith("HOME IS"))
 
-    assert home("b-full").endswith("/k/1.1/scratch") and home("c-full").endswith("/k/2/scratch")
+    assert home("b-full").endswith("/k/1.1/scratch"), (
+        f"{home('b-full')}: the sandbox started ahead for b-full had not taken k/1 within {SLEEPER_LIMIT} s"
+    )
+    assert home("c-full").endswith("/k/2/scratch")
     assert processes_with(short) == []
