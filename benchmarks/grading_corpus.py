@@ -301,11 +301,14 @@ def grade(course: Path, home: Path, inbox: Path, jobs: int) -> tuple[float, subp
 
 
 def inputs(folder: Path) -> list[Path]:
-    """What the corpus is made of: the submissions, HOME, and the course's own files."""
+    """What the corpus is made of: the submissions, HOME (but for ``.cache``, where the grader's
+    own libraries write while it grades: matplotlib's font list, in an order of its own each run),
+    and the course's own files."""
     course = folder / "course"
+    home = folder / "home"
     return [
         *_tree(folder / "inbox"),
-        *_tree(folder / "home"),
+        *(p for p in _tree(home) if p.relative_to(home).parts[0] != ".cache"),
         course / "nbgrader_config.py",
         *_tree(course / "solutions"),
         *_tree(course / "notebooks"),
