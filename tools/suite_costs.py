@@ -17,7 +17,10 @@ clone, ``PYTHONDONTWRITEBYTECODE=1``, or ``find . -name '*-pytest-*.pyc' -delete
 ``pytest.raises`` is not counted. CPU seconds are those of the pytest worker and of every process
 below it that was waited for, since the test started or its previous phase ended: a test whose CPU
 is far below its seconds waits (on a time limit, a sleep, a poll) while a core may sit idle, or
-spent it in processes nobody waited for (a killed worker's kernels, reaped by init). Lines are appended:
+spent it in processes nobody waited for (a killed worker's kernels, reaped by init). The hook
+itself costs: a passing assertion's operands are then formatted, and may outlive it, so a test that
+frees what it asserted on can find it alive (test_remote.py's freed-address test then collects
+garbage each turn, 0.45 s each): compare runs made the same way, not with ``make test``. Lines are appended:
 give each run an empty folder.
 """
 
