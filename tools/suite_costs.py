@@ -47,7 +47,7 @@ def _cpu() -> float:
     )
 
 
-_last_cpu = [_cpu()]
+_last_cpu = [0.0]  # set at each test's start (pytest_runtest_logstart)
 
 
 def pytest_runtest_logstart(nodeid, location) -> None:  # pytest's hook signature: both are passed
