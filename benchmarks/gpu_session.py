@@ -17,14 +17,14 @@ stage writes its files as it goes, so what a stopped stage had done is kept:
     OUT/bench-train-step.txt           what bench_train_step.py printed
     OUT/train-console.txt              what the two training stages printed (their logs hold the same)
     OUT/results/train-step-gpu.json    the step benchmark (bench_train_step.py --json), case by case
-    OUT/results/add-base-gpu.log       the appendix's recipe for the addition task, base size, for the
-                                       seconds left (--time-limit; benchmarks/train_log.py)
+    OUT/results/add-gpu.log            the appendix's recipe for the addition task, for the seconds
+                                       left or --add-limit (--time-limit; benchmarks/train_log.py)
     OUT/results/train-recipe-gpu.log   `python -m autograder train --no-progress`: the recipe as it is
 
 The files under ``results/`` are in the repository's own format: copied into ``benchmarks/results/``
 they are what the appendix renders. When the multi-shape CUDA-graph test fails, the addition task
 trains without ``--cuda-graph`` (eager, bfloat16); when a graphed run fails, it is run again so,
-and the failed log is kept as ``OUT/add-base-gpu-graph-failed.log``.
+and the failed log is kept as ``OUT/add-gpu-graph-failed.log``.
 """
 
 from __future__ import annotations
@@ -74,9 +74,10 @@ BENCH_CASES = [
     "base:fp32:compiled:model",
 ]
 # the tests whose failure means that the addition task must not train in CUDA graphs
+STAGES = ("tests", "bench", "add", "train")  # in the order they run
 GRAPH_TESTS = ("test_cuda_graph_step_equals_eager_on_cuda", "test_cuda_graphs_of_several_shapes")
-# the appendix's recipe for the addition task (book/appendix-training.md, "A task that needs a GPU"), with
-# an evaluation every 500 steps for the curve and no checkpoint on the way (a base model's is 0.7 GB)
+# the appendix's recipe for the addition task (book/appendix-training.md, "A task that needs a GPU"): an
+# evaluation every 500 steps for the curve, no checkpoint on the way, and a stop at 99% validation exact match
 ADD_RECIPE = [
     "--task",
     "add",
@@ -87,25 +88,27 @@ ADD_RECIPE = [
     "--num-test",
     "1000",
     "--d-model",
-    "512",
+    "256",
     "--num-heads",
-    "8",
+    "4",
     "--num-layers",
-    "6",
+    "3",
     "--d-ff",
-    "2048",
+    "1024",
     "--batch-size",
-    "128",
+    "256",
     "--dropout",
-    "0.1",
+    "0.0",
     "--warmup",
-    "4000",
+    "1000",
     "--lr-factor",
     "1.0",
     "--steps",
     "40000",
     "--eval-every",
     "500",
+    "--stop-at",
+    "0.99",
 ]
 SMOKE_ADD = [
     "--task",
@@ -338,6 +341,61 @@ def train_log(session: Session, name: str, log: Path, args: list[str], budget: f
     return status
 
 
+def tests_stage(session: Session) -> bool:
+    """(a) the CUDA-only tests, as `make test-gpu` runs them (-v: each test's verdict as it comes; on a
+    CPU: all skipped); return whether the CUDA-graph tests passed."""
+    tests = session.out / "test-gpu.txt"
+    session.run(
+        "tests",
+        ["-m", "pytest", "tests/reference", "-k", "on_cuda", "-rs", "-v", "-p", "no:cacheprovider"],
+        BUDGETS["tests"],
+        tests,
+    )
+    failed = [line for line in tests.read_text(errors="replace").splitlines() if "FAILED" in line]
+    session.done("tests", "pytest: " + last_line(tests, r"\d+ (passed|failed|skipped|deselected|errors?)\b"))
+    for line in failed:
+        session.say(f"  {line}")
+    return not any(test in line for line in failed for test in GRAPH_TESTS)
+
+
+def add_stage(session: Session, options: argparse.Namespace, graphs_ok: bool) -> None:
+    """(c) the appendix's recipe for the addition task, trained for ``--add-limit`` seconds or what the
+    session leaves (less the last stage's budget), as one CUDA graph where the graph tests passed;
+    a graphed run that fails is run again eagerly, in bfloat16, for the seconds then left."""
+    after = 0 if "train" in options.skip else BUDGETS["train"]  # what the last stage needs
+
+    def limit(budget: float) -> float:
+        seconds = 3.0 if options.smoke else budget - ADD_OVERHEAD
+        return seconds if options.add_limit is None else min(seconds, options.add_limit)
+
+    budget = session.left() - after - 5
+    if limit(budget) < (1 if options.smoke else MIN_ADD_TRAINING):
+        session.say(f"stage add: skipped, {budget:.0f} s left for it")
+        return
+    add_log = session.out / "results" / "add-gpu.log"
+    flags = (SMOKE_ADD if options.smoke else ADD_RECIPE) + [
+        "--no-progress",
+        "--time-limit",
+        f"{limit(budget):.0f}",
+        "--out",
+        str(session.scratch / "add.pt"),
+    ]
+    graph = ["--cuda-graph"] if graphs_ok else ["--amp", "bf16"]  # (on a CPU the graph's step runs eagerly)
+    if not graphs_ok:
+        session.say("the multi-shape CUDA-graph test failed: the addition task trains eagerly, in bfloat16")
+    status = train_log(session, "add", add_log, flags + graph, budget)
+    budget = session.left() - after - 5
+    if (
+        graph == ["--cuda-graph"]
+        and status not in (0, None)
+        and limit(budget) >= (1 if options.smoke else MIN_ADD_TRAINING)
+    ):
+        add_log.rename(session.out / "add-gpu-graph-failed.log")
+        session.say("the graphed run failed (its log: add-gpu-graph-failed.log): again eagerly, in bfloat16")
+        flags[flags.index("--time-limit") + 1] = f"{limit(budget):.0f}"
+        train_log(session, "add (eager)", add_log, flags + ["--amp", "bf16"], budget)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, nargs="?", help="the folder to write into ($OUT on the GPU machine)")
@@ -346,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=520.0,
         help="seconds for the whole session (a stage stopped at its budget may add 10)",
+    )
+    parser.add_argument("--skip", action="append", default=[], choices=STAGES, help="leave this stage out (repeatable)")
+    parser.add_argument(
+        "--add-limit", type=float, help="seconds of training for the addition task (default: what the session leaves)"
     )
     parser.add_argument("--commit", help="the commit the copied working tree is at, for the log (where it has no git)")
     parser.add_argument(
@@ -363,63 +425,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = session.out / "results"
 
-    # (a) the CUDA-only tests: what `make test-gpu` runs (-v: each test's verdict as it comes; on a CPU: all skipped)
-    tests = session.out / "test-gpu.txt"
-    session.run(
-        "tests",
-        ["-m", "pytest", "tests/reference", "-k", "on_cuda", "-rs", "-v", "-p", "no:cacheprovider"],
-        BUDGETS["tests"],
-        tests,
-    )
-    failed = [line for line in tests.read_text(errors="replace").splitlines() if "FAILED" in line]
-    session.done("tests", "pytest: " + last_line(tests, r"\d+ (passed|failed|skipped|deselected|errors?)\b"))
-    for line in failed:
-        session.say(f"  {line}")
-    graphs_ok = not any(test in line for line in failed for test in GRAPH_TESTS)
+    # (a) the CUDA-only tests: what `make test-gpu` runs
+    graphs_ok = "tests" in options.skip or tests_stage(session)
 
     # (b) the step benchmark, its JSON rewritten after every case
-    bench = ["benchmarks/bench_train_step.py", "--json", str(results / "train-step-gpu.json")]
-    bench += ["--smoke", "--plans", "model", "loss+fused-adam"] if options.smoke else ["--cases", *BENCH_CASES]
-    session.run("bench", bench, BUDGETS["bench"], session.out / "bench-train-step.txt")
-    session.done("bench", last_line(session.out / "bench-train-step.txt", r"ms/step|n/a|Error|error"))
+    if "bench" not in options.skip:
+        bench = ["benchmarks/bench_train_step.py", "--json", str(results / "train-step-gpu.json")]
+        bench += ["--smoke", "--plans", "model", "loss+fused-adam"] if options.smoke else ["--cases", *BENCH_CASES]
+        session.run("bench", bench, BUDGETS["bench"], session.out / "bench-train-step.txt")
+        session.done("bench", last_line(session.out / "bench-train-step.txt", r"ms/step|n/a|Error|error"))
 
-    # (c) the addition task at base size, for the seconds the last stage leaves
-    budget = session.left() - BUDGETS["train"] - 5
-    limit = 3.0 if options.smoke else budget - ADD_OVERHEAD
-    if limit < (1 if options.smoke else MIN_ADD_TRAINING):
-        session.say(f"stage add: skipped, {budget:.0f} s left for it")
-    else:
-        add_log = results / "add-base-gpu.log"
-        flags = (SMOKE_ADD if options.smoke else ADD_RECIPE) + [
-            "--no-progress",
-            "--time-limit",
-            f"{limit:.0f}",
-            "--out",
-            str(session.scratch / "add-base.pt"),
-        ]
-        graph = ["--cuda-graph"] if graphs_ok else ["--amp", "bf16"]  # (on a CPU the graph's step runs eagerly)
-        if not graphs_ok:
-            session.say("the multi-shape CUDA-graph test failed: the addition task trains eagerly, in bfloat16")
-        status = train_log(session, "add", add_log, flags + graph, budget)
-        budget = session.left() - BUDGETS["train"] - 5
-        if (
-            graph == ["--cuda-graph"]
-            and status not in (0, None)
-            and (options.smoke or budget - ADD_OVERHEAD >= MIN_ADD_TRAINING)
-        ):
-            add_log.rename(session.out / "add-base-gpu-graph-failed.log")
-            session.say("the graphed run failed (its log: add-base-gpu-graph-failed.log): again eagerly, in bfloat16")
-            flags[flags.index("--time-limit") + 1] = f"{3.0 if options.smoke else budget - ADD_OVERHEAD:.0f}"
-            train_log(session, "add (eager)", add_log, flags + ["--amp", "bf16"], budget)
+    # (c) the addition task, for the seconds the last stage leaves (or --add-limit)
+    if "add" not in options.skip:
+        add_stage(session, options, graphs_ok)
 
     # (d) the training command with its defaults: the best weights' test figure, and the precision --amp auto decided
-    train_log(
-        session,
-        "train",
-        results / "train-recipe-gpu.log",
-        (SMOKE_TRAIN if options.smoke else []) + ["--no-progress", "--out", str(session.scratch / "dates.pt")],
-        BUDGETS["train"],
-    )
+    if "train" not in options.skip:
+        train_log(
+            session,
+            "train",
+            results / "train-recipe-gpu.log",
+            (SMOKE_TRAIN if options.smoke else []) + ["--no-progress", "--out", str(session.scratch / "dates.pt")],
+            BUDGETS["train"],
+        )
 
     written = sorted(str(p.relative_to(session.out)) for p in session.out.rglob("*") if p.is_file())
     session.say(f"written in {session.out}: {', '.join(written)}")

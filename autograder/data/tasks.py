@@ -205,8 +205,8 @@ def make_task(
     Args:
         name: ``"copy"``, ``"reverse"`` (options ``num_symbols``, ``min_len``, ``max_len``)
             ``"dates"`` (options ``min_year``, ``max_year``) or ``"add"`` (options ``min_digits``,
-            ``max_digits``: long addition: by default sources of 65 to 255 ids
-            and targets of 35 to 130, EOS and BOS included).
+            ``max_digits``: long addition, one source token per place holding both digits: by
+            default sources of 33 to 128 ids and targets of 35 to 130, EOS and BOS included).
         num_train, num_valid, num_test: split sizes (distinct sources across all three).
         seed: the only source of randomness.
 

@@ -86,7 +86,7 @@ PROMISES: dict[str, list[str]] = {
         r"stage bench: exit 0 after \d+ s; small .* course compiled loss\+fused-adam .* ms/step .*",
         r"stage add: exit 0 after \d+ s; precision fp32; step +\d+ .*; held-out test exact match .*",
         r"stage train: exit 0 after \d+ s; precision fp32; step +4 .*; held-out test exact match .*",
-        r"written in .*: .*results/add-base-gpu\.log, results/train-recipe-gpu\.log, results/train-step-gpu\.json.*",
+        r"written in .*: .*results/add-gpu\.log, results/train-recipe-gpu\.log, results/train-step-gpu\.json.*",
     ],
     "train_log.py": [
         r"\$ python -m autograder train --task reverse .*\(load average .*\)",
