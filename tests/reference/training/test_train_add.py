@@ -2,8 +2,8 @@
 
 The full task (32 to 127 digits) is the appendix's task for a GPU; its tiny version (1 or 2 digits)
 shows in a test that the task is learnable by the course's recipe. Measured on the course's 2-core
-machine (torch 2.13, one thread): validation exact match 0.02 at step 100, 0.08 at 200, 0.68 at
-300, 0.94 at 400 (a sudden rise, as the model finds the carry). STATED: at least 0.8 after 400
+machine (torch 2.13, one thread), with a source token per place (the default layout): validation
+exact match 0.39 at step 100, 0.97 at 200 and 300, 0.98 at 400. STATED: at least 0.8 after 400
 steps; about 2 minutes on the machine under load, well under one when it is idle.
 """
 
