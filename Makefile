@@ -69,8 +69,10 @@ demo: $(STAMP)  ## grade a small example class (four students of the warm-up lab
 train: $(STAMP)  ## train chapter 8's model with the course's recipe (autograder/reference/training/recipe.py), print its held-out exact match, write checkpoints/TASK.pt (TRAIN_ARGS=...)
 	$(BIN)/python -m autograder train $(TRAIN_ARGS)
 
+# the two tools of benchmarks/ that write a log where they are told (a GPU session's, a training run's) are not benchmarks
+BENCH_TOOLS := benchmarks/gpu_session.py benchmarks/train_log.py
 bench: $(STAMP)  ## run the benchmarks (ratios against PyTorch's own modules)
-	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+	for b in $(filter-out $(BENCH_TOOLS),$(wildcard benchmarks/*.py)); do $(BIN)/python $$b || exit 1; done
 
 map:  ## rewrite ARCHITECTURE.md's list of every package and module from their docstrings (tools/module_map.py)
 	$(PYTHON) tools/module_map.py
