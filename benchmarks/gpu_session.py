@@ -73,8 +73,8 @@ BENCH_CASES = [
     "small:fp32:compiled:loss",
     "base:fp32:compiled:model",
 ]
-# the tests whose failure means that the addition task must not train in CUDA graphs
 STAGES = ("tests", "bench", "add", "train")  # in the order they run
+# the tests whose failure means that the addition task must not train in CUDA graphs
 GRAPH_TESTS = ("test_cuda_graph_step_equals_eager_on_cuda", "test_cuda_graphs_of_several_shapes")
 # the appendix's recipe for the addition task (book/appendix-training.md, "A task that needs a GPU"): an
 # evaluation every 500 steps for the curve, no checkpoint on the way, and a stop at 99% validation exact match
@@ -363,13 +363,14 @@ def add_stage(session: Session, options: argparse.Namespace, graphs_ok: bool) ->
     session leaves (less the last stage's budget), as one CUDA graph where the graph tests passed;
     a graphed run that fails is run again eagerly, in bfloat16, for the seconds then left."""
     after = 0 if "train" in options.skip else BUDGETS["train"]  # what the last stage needs
+    least = 1 if options.smoke else MIN_ADD_TRAINING  # seconds of training worth a log
 
     def limit(budget: float) -> float:
         seconds = 3.0 if options.smoke else budget - ADD_OVERHEAD
         return seconds if options.add_limit is None else min(seconds, options.add_limit)
 
     budget = session.left() - after - 5
-    if limit(budget) < (1 if options.smoke else MIN_ADD_TRAINING):
+    if limit(budget) < least:
         session.say(f"stage add: skipped, {budget:.0f} s left for it")
         return
     add_log = session.out / "results" / "add-gpu.log"
@@ -385,11 +386,7 @@ def add_stage(session: Session, options: argparse.Namespace, graphs_ok: bool) ->
         session.say("the multi-shape CUDA-graph test failed: the addition task trains eagerly, in bfloat16")
     status = train_log(session, "add", add_log, flags + graph, budget)
     budget = session.left() - after - 5
-    if (
-        graph == ["--cuda-graph"]
-        and status not in (0, None)
-        and limit(budget) >= (1 if options.smoke else MIN_ADD_TRAINING)
-    ):
+    if graph == ["--cuda-graph"] and status not in (0, None) and limit(budget) >= least:
         add_log.rename(session.out / "add-gpu-graph-failed.log")
         session.say("the graphed run failed (its log: add-gpu-graph-failed.log): again eagerly, in bfloat16")
         flags[flags.index("--time-limit") + 1] = f"{limit(budget):.0f}"

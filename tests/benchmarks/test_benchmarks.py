@@ -180,16 +180,15 @@ def test_committed_layout_log_shows_the_digits_on_a_plateau_and_the_places_learn
     the script's defaults (8 to 16 digits); with the digits interleaved no answer right at any
     validation and, from the third validation on, a loss within 5% of a source-blind model's; by places
     most answers right at the last two validations (and 90% at the best), the loss near its floor?"""
-    lines = (REPO / "benchmarks" / "results" / "add-layouts-cpu.log").read_text().splitlines()
+    log = (REPO / "benchmarks" / "results" / "add-layouts-cpu.log").read_text()
+    lines = log.splitlines()
     assert re.match(r"\$ python benchmarks/add_layouts.py +# ", lines[0]), "not the script's defaults"
     assert lines[1].startswith("widths 8 to 16 digits"), lines[1]
     curves = {
         layout: [
             (float(loss), float(em))
-            for loss, em in (
-                re.match(rf"{layout} +step +\d+ +loss ([\d.]+) +validation exact match ([\d.]+)", line).groups()
-                for line in lines
-                if re.match(rf"{layout} +step ", line)
+            for loss, em in re.findall(
+                rf"^{layout} +step +\d+ +loss ([\d.]+) +validation exact match ([\d.]+)", log, re.MULTILINE
             )
         ]
         for layout in ("digits", "places")
